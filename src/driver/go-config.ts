@@ -1,0 +1,74 @@
+// The saved driver config, field for field as the Go driver's json.Marshal writes it:
+// BaseDriver fields flattened first, then the Harvester fields, Go names as keys.
+// Keeping Go's names as our property names means no mapping layer can drift.
+
+export interface GoDiskInfo {
+  disks: Array<{
+    imageName: string;
+    storageClassName: string;
+    size: number;
+    bootOrder: number;
+    bus: string;
+    type: string;
+    hotPlugAble: boolean;
+  }>;
+}
+
+export interface GoNetworkInfo {
+  interfaces: Array<{ networkName: string; macAddress: string; model: string; type: string }>;
+}
+
+export interface GoVGPUInfo {
+  vGPURequests: Array<{ name: string; deviceName: string }>;
+}
+
+export interface GoBaseDriver {
+  IPAddress: string;
+  IPv6Address: string;
+  MachineName: string;
+  SSHUser: string;
+  SSHPort: number;
+  SSHKeyPath: string;
+  StorePath: string;
+  SwarmMaster: boolean;
+  SwarmHost: string;
+  SwarmDiscovery: string;
+}
+
+export interface GoHarvesterFields {
+  KubeConfigContent: string;
+  VMNamespace: string;
+  VMAffinity: string;
+  ClusterType: string;
+  ClusterID: string;
+  ClusterName: string;
+  ServerVersion: string;
+  CPU: number;
+  CPUModel: string;
+  MemorySize: string;
+  ReservedMemorySize: string;
+  DiskSize: string;
+  DiskBus: string;
+  ImageName: string;
+  DiskInfo: GoDiskInfo | null;
+  KeyPairName: string;
+  SSHPrivateKeyPath: string;
+  SSHPublicKey: string;
+  SSHPassword: string;
+  AddUserToDockerGroup: boolean;
+  NetworkType: string;
+  NetworkName: string;
+  NetworkModel: string;
+  NetworkInfo: GoNetworkInfo | null;
+  CloudConfig: string;
+  UserData: string;
+  NetworkData: string;
+  EnableEFI: boolean;
+  EnableSecureBoot: boolean;
+  VGPUInfo: GoVGPUInfo | null;
+  CPUPinning: boolean;
+  IsolateEmulatorThread: boolean;
+  EnableTPM: boolean;
+}
+
+export type GoDriverConfig = GoBaseDriver & GoHarvesterFields;
