@@ -1,0 +1,251 @@
+// The one way this project talks to Kubernetes: typed verbs over one transport,
+// bounded retries with backoff (honouring Retry-After), and classified errors.
+import { KubeConfig } from '@kubernetes/client-node';
+import { describeCredential } from './credential.js';
+import { KubeError, isRetryable, type CredentialDescription } from './errors.js';
+import {
+  describeOperation,
+  resourcePath,
+  type KubeObject,
+  type ObjectList,
+  type ObjectPath,
+  type ResourceType,
+} from './resources.js';
+import { Transport } from './transport.js';
+import { openWatch, type WatchEvent, type WatchOptions } from './watch.js';
+import { registerSecret } from '../log/redact.js';
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included. */
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface KubeClientOptions {
+  /** Deadline of one request (not of a watch). */
+  requestTimeoutMs?: number;
+  retry?: RetryPolicy;
+  /** Called once per HTTP request sent (benchmarks count API requests). */
+  onRequest?: (method: string, path: string) => void;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 250, maxDelayMs: 8_000 };
+
+export type PatchType = 'merge' | 'json' | 'strategic';
+const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+};
+
+export interface ListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface DeleteOptions {
+  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+function withQuery(path: string, query: Query | undefined): string {
+  if (!query) return path;
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, String(v));
+  const qs = params.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export class KubeClient {
+  readonly transport: Transport;
+  private readonly requestTimeoutMs: number;
+  private readonly retry: RetryPolicy;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  private constructor(
+    readonly kubeConfig: KubeConfig,
+    private readonly options: KubeClientOptions,
+  ) {
+    this.transport = new Transport(kubeConfig, describeCredential(kubeConfig));
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.retry = options.retry ?? DEFAULT_RETRY;
+    this.sleep = options.sleep ?? defaultSleep;
+  }
+
+  /** A client for the current context of a kubeconfig given as YAML text. */
+  static fromKubeconfig(content: string, options: KubeClientOptions = {}): KubeClient {
+    registerSecret(content);
+    const kc = new KubeConfig();
+    kc.loadFromString(content);
+    return new KubeClient(kc, options);
+  }
+
+  get credential(): CredentialDescription {
+    return this.transport.credential;
+  }
+
+  get server(): string {
+    return this.transport.server.origin + this.transport.server.pathname.replace(/\/$/, '');
+  }
+
+  /** A raw API call with retries; resolves with the parsed JSON body. */
+  async call<T>(req: {
+    method: string;
+    path: string;
+    query?: Query;
+    body?: unknown;
+    contentType?: string;
+    operation: string;
+    timeoutMs?: number;
+  }): Promise<T> {
+    const path = withQuery(req.path, req.query);
+    const body =
+      req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
+    let attempt = 0;
+    for (;;) {
+      attempt++;
+      try {
+        this.options.onRequest?.(req.method, path);
+        const res = await this.transport.send({
+          method: req.method,
+          path,
+          ...(body !== undefined ? { body } : {}),
+          ...(req.contentType !== undefined ? { contentType: req.contentType } : {}),
+          operation: req.operation,
+          timeoutMs: req.timeoutMs ?? this.requestTimeoutMs,
+        });
+        return (res.body ? JSON.parse(res.body) : {}) as T;
+      } catch (err) {
+        if (!isRetryable(err) || attempt >= this.retry.attempts) throw err;
+        await this.sleep(this.backoff(attempt, err as KubeError));
+      }
+    }
+  }
+
+  private backoff(attempt: number, err: KubeError): number {
+    const exponential = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+    const jittered = exponential / 2 + Math.random() * (exponential / 2);
+    const asked = err.extra.retryAfterMs;
+    // The server's Retry-After wins, but a hostile or broken value cannot stall us for long.
+    return asked !== undefined ? Math.min(asked, this.retry.maxDelayMs * 4) : jittered;
+  }
+
+  get<T extends KubeObject>(type: ResourceType, at: { namespace?: string; name: string }): Promise<T> {
+    return this.call<T>({
+      method: 'GET',
+      path: resourcePath(type, at),
+      operation: describeOperation('get', type, at),
+    });
+  }
+
+  /** Like get, but undefined when the object does not exist. */
+  async find<T extends KubeObject>(
+    type: ResourceType,
+    at: { namespace?: string; name: string },
+  ): Promise<T | undefined> {
+    try {
+      return await this.get<T>(type, at);
+    } catch (err) {
+      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
+      throw err;
+    }
+  }
+
+  list<T extends KubeObject>(type: ResourceType, opts: ListOptions = {}): Promise<ObjectList<T>> {
+    const at = opts.namespace !== undefined ? { namespace: opts.namespace } : {};
+    return this.call<ObjectList<T>>({
+      method: 'GET',
+      path: resourcePath(type, at),
+      query: { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector },
+      operation: describeOperation('list', type, at),
+    });
+  }
+
+  create<T extends KubeObject>(type: ResourceType, obj: T, namespace = obj.metadata.namespace): Promise<T> {
+    const at = namespace !== undefined ? { namespace } : {};
+    return this.call<T>({
+      method: 'POST',
+      path: resourcePath(type, at),
+      body: obj,
+      operation: describeOperation('create', type, {
+        ...at,
+        ...(obj.metadata.name ? { name: obj.metadata.name } : {}),
+      }),
+    });
+  }
+
+  /** PUT with the object's resourceVersion: a Conflict means someone else changed it. */
+  update<T extends KubeObject>(type: ResourceType, obj: T, subresource?: 'status'): Promise<T> {
+    const at: ObjectPath = {
+      ...(obj.metadata.namespace !== undefined ? { namespace: obj.metadata.namespace } : {}),
+      name: obj.metadata.name ?? '',
+      ...(subresource ? { subresource } : {}),
+    };
+    return this.call<T>({
+      method: 'PUT',
+      path: resourcePath(type, at),
+      body: obj,
+      operation: describeOperation('update', type, at),
+    });
+  }
+
+  patch<T extends KubeObject>(
+    type: ResourceType,
+    at: { namespace?: string; name: string; subresource?: string },
+    patch: unknown,
+    patchType: PatchType = 'merge',
+  ): Promise<T> {
+    return this.call<T>({
+      method: 'PATCH',
+      path: resourcePath(type, at),
+      body: patch,
+      contentType: PATCH_CONTENT_TYPE[patchType],
+      operation: describeOperation('patch', type, at),
+    });
+  }
+
+  /** Deletes; resolves false when the object was already gone. */
+  async delete(
+    type: ResourceType,
+    at: { namespace?: string; name: string },
+    opts: DeleteOptions = {},
+  ): Promise<boolean> {
+    const hasBody = opts.propagationPolicy !== undefined || opts.preconditions !== undefined;
+    try {
+      await this.call<unknown>({
+        method: 'DELETE',
+        path: resourcePath(type, at),
+        ...(hasBody ? { body: { apiVersion: 'v1', kind: 'DeleteOptions', ...opts } } : {}),
+        operation: describeOperation('delete', type, at),
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof KubeError && err.kind === 'NotFound') return false;
+      throw err;
+    }
+  }
+
+  /** Opens a watch; see watch.ts for its life cycle. */
+  watch<T extends KubeObject>(
+    type: ResourceType,
+    opts: WatchOptions,
+    onEvent: (event: WatchEvent<T>) => void,
+  ): { done: Promise<void>; stop: () => void } {
+    this.options.onRequest?.(
+      'WATCH',
+      resourcePath(type, opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
+    );
+    return openWatch<T>(this.transport, type, opts, onEvent);
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}

@@ -1,0 +1,139 @@
+// The one classification of Kubernetes API failures. Every caller branches on
+// `kind`, never on status codes or message text.
+import { redact } from '../log/redact.js';
+
+export type KubeErrorKind =
+  | 'NotFound'
+  | 'AlreadyExists'
+  | 'Conflict'
+  | 'Invalid'
+  | 'BadRequest'
+  | 'Forbidden'
+  /** 401, or 403 for system:anonymous / system:unauthenticated: the credential itself was refused. */
+  | 'CredentialRejected'
+  | 'TooManyRequests'
+  | 'ServerError'
+  /** The server could not be reached or the connection broke. */
+  | 'Unreachable'
+  /** A request or a wait ran past its deadline. */
+  | 'Timeout'
+  /** A watch resourceVersion too old (410). */
+  | 'Gone'
+  | 'MethodNotAllowed'
+  | 'Unknown';
+
+/** What a credential is, without its secret: for error messages a person can act on. */
+export interface CredentialDescription {
+  server: string;
+  /** Token name (Rancher `kubeconfig-u-abc12`, bootstrap token id, service account) or client-cert subject. */
+  identity?: string;
+  expiresAt?: Date;
+}
+
+/** The `Status` object an apiserver returns with a failure. */
+export interface KubeStatus {
+  kind?: string;
+  status?: string;
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: { name?: string; group?: string; kind?: string; retryAfterSeconds?: number };
+}
+
+export class KubeError extends Error {
+  override readonly name = 'KubeError';
+  constructor(
+    readonly kind: KubeErrorKind,
+    /** What we were doing: "get virtualmachines.kubevirt.io default/vm1". */
+    readonly operation: string,
+    message: string,
+    readonly extra: {
+      statusCode?: number;
+      reason?: string;
+      retryAfterMs?: number;
+      credential?: CredentialDescription;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(redact(message), extra.cause === undefined ? undefined : { cause: extra.cause });
+  }
+
+  get statusCode(): number | undefined {
+    return this.extra.statusCode;
+  }
+}
+
+export function isKubeError(err: unknown, kind?: KubeErrorKind): err is KubeError {
+  return err instanceof KubeError && (kind === undefined || err.kind === kind);
+}
+
+const ANONYMOUS = /User "system:(anonymous|unauthenticated)"/;
+
+/** Classifies an HTTP answer from an apiserver (or a proxy in front of one). */
+export function classifyStatus(statusCode: number, status: KubeStatus | undefined): KubeErrorKind {
+  const message = status?.message ?? '';
+  switch (statusCode) {
+    case 401:
+      return 'CredentialRejected';
+    case 403:
+      return ANONYMOUS.test(message) ? 'CredentialRejected' : 'Forbidden';
+    case 404:
+      return 'NotFound';
+    case 405:
+      return 'MethodNotAllowed';
+    case 409:
+      return status?.reason === 'AlreadyExists' ? 'AlreadyExists' : 'Conflict';
+    case 410:
+      return 'Gone';
+    case 422:
+      return 'Invalid';
+    case 400:
+      return 'BadRequest';
+    case 429:
+      return 'TooManyRequests';
+    case 504:
+      return 'Timeout';
+    default:
+      return statusCode >= 500 ? 'ServerError' : 'Unknown';
+  }
+}
+
+/** Parses a response body as a Status when it is one; otherwise keeps a short text. */
+export function parseStatusBody(body: string): KubeStatus | undefined {
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    if (parsed && typeof parsed === 'object') return parsed;
+  } catch {
+    // not JSON: a proxy or a load balancer answered
+  }
+  const text = body.trim().slice(0, 300);
+  return text ? { message: text } : undefined;
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+]);
+
+export function isNetworkError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && NETWORK_CODES.has(code);
+}
+
+/** Errors worth another try after a pause: the request may well succeed next time. */
+export function isRetryable(err: unknown): boolean {
+  if (!(err instanceof KubeError)) return false;
+  return (
+    err.kind === 'TooManyRequests' ||
+    err.kind === 'ServerError' ||
+    err.kind === 'Unreachable' ||
+    (err.kind === 'Timeout' && err.statusCode === 504)
+  );
+}

@@ -1,0 +1,6 @@
+export * from './client.js';
+export * from './errors.js';
+export * from './resources.js';
+export * from './wait.js';
+export type { WatchEvent, WatchOptions } from './watch.js';
+export { describeCredential, describeToken } from './credential.js';

@@ -1,0 +1,140 @@
+// The one wait: list, then watch from the list's resourceVersion, re-evaluating a
+// condition on every event; resumes after dropped watches and apiserver restarts; gives
+// up at a deadline with an error that says what it waited for and what it last saw.
+import type { KubeClient } from './client.js';
+import { KubeError, isRetryable } from './errors.js';
+import type { KubeObject, ResourceType } from './resources.js';
+
+export interface WaitSpec<T extends KubeObject> {
+  type: ResourceType;
+  namespace?: string;
+  name: string;
+  /** True when the wait is over; `undefined` means the object does not exist. */
+  until: (obj: T | undefined) => boolean;
+  /** "VM default/vm1 to be removed". */
+  description: string;
+  /** A short account of the current state, for progress and for the timeout error. */
+  describeState?: (obj: T | undefined) => string;
+  timeoutMs: number;
+  onProgress?: (state: string, elapsedMs: number) => void;
+  /** Ends a watch that has been quiet this long and resumes it (default 60 s). */
+  idleTimeoutMs?: number;
+  now?: () => number;
+}
+
+export class WaitTimeoutError extends KubeError {
+  constructor(
+    readonly description: string,
+    readonly lastState: string,
+    timeoutMs: number,
+  ) {
+    super(
+      'Timeout',
+      `wait for ${description}`,
+      `timed out after ${formatDuration(timeoutMs)} waiting for ${description}; last seen: ${lastState}`,
+    );
+  }
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  return s < 120 ? `${Number.isInteger(s) ? s : s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
+}
+
+export async function waitFor<T extends KubeObject>(
+  client: KubeClient,
+  spec: WaitSpec<T>,
+): Promise<T | undefined> {
+  const now = spec.now ?? Date.now;
+  const started = now();
+  const deadline = started + spec.timeoutMs;
+  const describe = spec.describeState ?? ((o: T | undefined) => (o ? 'present' : 'absent'));
+  let current: T | undefined;
+  let lastState = 'not read yet';
+  let resourceVersion: string | undefined;
+  let failures = 0;
+
+  const observe = (obj: T | undefined): boolean => {
+    current = obj;
+    const state = describe(obj);
+    if (state !== lastState) {
+      lastState = state;
+      spec.onProgress?.(state, now() - started);
+    }
+    return spec.until(obj);
+  };
+
+  for (;;) {
+    const remaining = deadline - now();
+    if (remaining <= 0) throw new WaitTimeoutError(spec.description, lastState, spec.timeoutMs);
+    try {
+      if (resourceVersion === undefined) {
+        const list = await client.list<T>(spec.type, {
+          ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
+          fieldSelector: `metadata.name=${spec.name}`,
+        });
+        resourceVersion = list.metadata.resourceVersion;
+        if (observe(list.items[0])) return current;
+      }
+      const outcome = await watchUntil(client, spec, resourceVersion, deadline - now(), observe, (rv) => {
+        resourceVersion = rv;
+      });
+      failures = 0;
+      if (outcome === 'satisfied') return current;
+    } catch (err) {
+      if (err instanceof KubeError && err.kind === 'Gone') {
+        resourceVersion = undefined; // too old: list again
+        continue;
+      }
+      if (!isRetryable(err)) throw err;
+      failures++;
+      resourceVersion = undefined;
+      const pause = Math.min(5_000, 200 * 2 ** Math.min(failures, 5));
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(pause, deadline - now()))));
+    }
+  }
+}
+
+function watchUntil<T extends KubeObject>(
+  client: KubeClient,
+  spec: WaitSpec<T>,
+  resourceVersion: string | undefined,
+  remainingMs: number,
+  observe: (obj: T | undefined) => boolean,
+  setResourceVersion: (rv: string) => void,
+): Promise<'satisfied' | 'ended'> {
+  return new Promise((resolve, reject) => {
+    let satisfied = false;
+    const watch = client.watch<T>(
+      spec.type,
+      {
+        ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
+        fieldSelector: `metadata.name=${spec.name}`,
+        ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+        timeoutSeconds: Math.max(1, Math.min(300, Math.ceil(remainingMs / 1000))),
+        idleTimeoutMs: spec.idleTimeoutMs ?? 60_000,
+      },
+      (event) => {
+        if (event.object.metadata.resourceVersion) setResourceVersion(event.object.metadata.resourceVersion);
+        if (event.type === 'BOOKMARK') return;
+        if (observe(event.type === 'DELETED' ? undefined : event.object)) {
+          satisfied = true;
+          watch.stop();
+        }
+      },
+    );
+    const timer = setTimeout(() => watch.stop(), Math.max(0, remainingMs));
+    watch.done.then(
+      () => {
+        clearTimeout(timer);
+        resolve(satisfied ? 'satisfied' : 'ended');
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        if (satisfied) resolve('satisfied');
+        else reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
