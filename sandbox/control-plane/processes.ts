@@ -1,0 +1,99 @@
+// Every process the sandbox starts is tracked here and stopped when the owner stops it,
+// when the Node process exits, or when it is interrupted (SIGINT/SIGTERM/SIGHUP), so a
+// failing or cancelled test never leaves an etcd or an apiserver behind.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+
+export interface ManagedProcess {
+  readonly name: string;
+  readonly logPath: string;
+  readonly child: ChildProcess;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  readonly exited: Promise<number | string>;
+  stop(graceMs?: number): Promise<void>;
+  /** Last lines of its log, for error messages. */
+  tail(lines?: number): string;
+}
+
+const live = new Set<ManagedProcess>();
+const cleanups = new Set<() => void>();
+let handlersInstalled = false;
+
+function installHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.once('exit', killAllNow);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      killAllNow();
+      // Re-raise so the exit status still says which signal ended us.
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
+/** Synchronous last resort: kill everything and run sync cleanups (temp dirs). */
+export function killAllNow(): void {
+  for (const p of live) {
+    try {
+      p.child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+  for (const cleanup of cleanups) {
+    try {
+      cleanup();
+    } catch {
+      // best effort at exit
+    }
+  }
+  cleanups.clear();
+}
+
+/** Registers a synchronous cleanup (removing a temp dir) to run at exit if not run before. */
+export function onExitCleanup(cleanup: () => void): () => void {
+  installHandlers();
+  cleanups.add(cleanup);
+  return () => cleanups.delete(cleanup);
+}
+
+export function startProcess(name: string, command: string, args: string[], logPath: string): ManagedProcess {
+  installHandlers();
+  const log = fs.openSync(logPath, 'a', 0o600);
+  const child = spawn(command, args, {
+    stdio: ['ignore', log, log],
+    env: { ...process.env, GOMAXPROCS: '2' },
+  });
+  fs.closeSync(log);
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+    child.once('error', (err) => resolve(err.message));
+  });
+  const managed: ManagedProcess = {
+    name,
+    logPath,
+    child,
+    exited,
+    async stop(graceMs = 5_000) {
+      live.delete(managed);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+    tail(lines = 8) {
+      try {
+        const text = fs.readFileSync(logPath, 'utf8');
+        return text.trimEnd().split('\n').slice(-lines).join('\n');
+      } catch {
+        return '(no log)';
+      }
+    },
+  };
+  live.add(managed);
+  void exited.then(() => live.delete(managed));
+  return managed;
+}

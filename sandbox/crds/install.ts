@@ -1,0 +1,59 @@
+// Installs the sandbox's CustomResourceDefinitions (the YAML files beside this module)
+// and waits, by watch, until each one is Established.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import type { KubeClient } from '../../src/kube/client.js';
+import { KubeError } from '../../src/kube/errors.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { waitFor } from '../../src/kube/wait.js';
+import { repoRoot } from '../control-plane/binaries.js';
+
+interface Crd extends KubeObject {
+  status?: { conditions?: Array<{ type: string; status: string; message?: string }> };
+}
+
+export type CrdSet = 'harvester' | 'rancher' | 'all';
+
+const RANCHER_GROUPS = ['cluster.x-k8s.io', 'provisioning.cattle.io', 'rke-machine.cattle.io', 'rke-machine-config.cattle.io', 'management.cattle.io'];
+
+export async function loadCrds(set: CrdSet = 'all'): Promise<Crd[]> {
+  const dir = path.join(repoRoot(), 'sandbox', 'crds');
+  const files = (await fs.readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
+  const crds: Crd[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(await fs.readFile(path.join(dir, file), 'utf8'))) {
+      const obj = doc.toJS() as Crd | null;
+      if (obj?.kind !== 'CustomResourceDefinition') continue;
+      const group = (obj as unknown as { spec: { group: string } }).spec.group;
+      const isRancher = RANCHER_GROUPS.includes(group);
+      if (set === 'all' || (set === 'rancher') === isRancher) crds.push(obj);
+    }
+  }
+  return crds;
+}
+
+export async function installCrds(admin: KubeClient, set: CrdSet = 'all', timeoutMs = 30_000): Promise<string[]> {
+  const crds = await loadCrds(set);
+  for (const crd of crds) {
+    try {
+      await admin.create(Resources.crd, crd);
+    } catch (err) {
+      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    }
+  }
+  for (const crd of crds) {
+    const name = crd.metadata.name ?? '';
+    await waitFor<Crd>(admin, {
+      type: Resources.crd,
+      name,
+      description: `CRD ${name} to be Established`,
+      timeoutMs,
+      until: (o) => o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
+      describeState: (o) =>
+        (o?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.message ? ` (${c.message})` : ''}`).join(', ') ||
+        'no conditions yet',
+    });
+  }
+  return crds.map((c) => c.metadata.name ?? '');
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sets up everything the tests, the sandbox and the walkthrough need, on a fresh machine:
+# npm packages (from the lockfile), Debian's etcd-server and openssl, kube-apiserver and
+# kube-controller-manager built from the Go module proxy (cached outside the repo), and
+# the compiled TypeScript. Idempotent: a second run reuses everything and takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "setup: $*" >&2; }
+seconds() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(seconds)" 'BEGIN { printf "%.1f", b - a }'; }
+
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if [ "$node_major" -lt 20 ]; then
+  say "step 'check Node': Node >= 20 is required (found $(node --version 2>/dev/null || echo none))"
+  exit 1
+fi
+
+if ! command -v openssl >/dev/null 2>&1; then
+  say "installing Debian's openssl"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq openssl >&2 \
+    || { say "step 'install openssl' failed: install Debian's openssl package"; exit 1; }
+fi
+
+lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ "$(cat node_modules/.hm-lock-sum 2>/dev/null)" != "$lock_sum" ]; then
+  t=$(seconds)
+  npm ci --no-audit --no-fund --loglevel=error >&2 || { say "step 'npm ci' failed: check that the npm registry is reachable"; exit 1; }
+  echo "$lock_sum" > node_modules/.hm-lock-sum
+  say "npm packages installed in $(elapsed "$t") s"
+fi
+
+t=$(seconds)
+bin_dir="$(bash sandbox/control-plane/build-binaries.sh)"
+echo "control-plane build: $(elapsed "$t") s ($bin_dir)"
+
+t=$(seconds)
+rm -rf dist
+npx tsc -p . || { say "step 'compile TypeScript' failed: see the errors above"; exit 1; }
+say "compiled in $(elapsed "$t") s"
