@@ -4,3 +4,5 @@ export * from './resources.js';
 export * from './wait.js';
 export type { WatchEvent, WatchOptions } from './watch.js';
 export { describeCredential, describeToken } from './credential.js';
+export * from './informer.js';
+export * from './work-queue.js';

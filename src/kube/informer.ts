@@ -1,0 +1,180 @@
+// A list-and-watch cache of one kind, like client-go's informer: the initial list,
+// then a watch from its resourceVersion, resumed when it ends, relisted after 410 or an
+// error (with backoff), so handlers see every change exactly as the cache does.
+import type { KubeClient } from './client.js';
+import { KubeError, isRetryable } from './errors.js';
+import type { KubeObject, ResourceType } from './resources.js';
+import type { Logger } from '../log/logger.js';
+
+export interface InformerEvent<T> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: T;
+  old?: T;
+}
+
+export interface InformerOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** A silent watch is ended and resumed after this long. */
+  idleTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export const objectKey = (o: KubeObject): string =>
+  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata.name ?? '');
+
+export class Informer<T extends KubeObject> {
+  private readonly cache = new Map<string, T>();
+  private readonly handlers: Array<(e: InformerEvent<T>) => void> = [];
+  private stopped = false;
+  private currentWatch: { stop: () => void } | undefined;
+  private synced: Promise<void>;
+  private markSynced!: () => void;
+  private failSync!: (err: Error) => void;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly type: ResourceType,
+    private readonly options: InformerOptions = {},
+  ) {
+    this.synced = new Promise((resolve, reject) => {
+      this.markSynced = resolve;
+      this.failSync = reject;
+    });
+  }
+
+  on(handler: (e: InformerEvent<T>) => void): this {
+    this.handlers.push(handler);
+    return this;
+  }
+
+  /** Starts the loop; resolves once the first list is in the cache. */
+  start(): Promise<void> {
+    this.loop ??= this.run();
+    return this.synced;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.currentWatch?.stop();
+    await this.loop;
+  }
+
+  get(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+
+  list(filter?: (o: T) => boolean): T[] {
+    const all = [...this.cache.values()];
+    return filter ? all.filter(filter) : all;
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private emit(e: InformerEvent<T>): void {
+    for (const h of this.handlers) {
+      try {
+        h(e);
+      } catch (err) {
+        this.options.logger?.error('informer handler failed', { kind: this.type.kind, error: String(err) });
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    let resourceVersion: string | undefined;
+    let first = true;
+    while (!this.stopped) {
+      try {
+        if (resourceVersion === undefined) {
+          resourceVersion = await this.relist();
+          if (first) {
+            first = false;
+            this.markSynced();
+          }
+        }
+        resourceVersion = await this.watchOnce(resourceVersion);
+        failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        if (first && !isRetryable(err)) {
+          this.failSync(err instanceof Error ? err : new Error(String(err)));
+          return;
+        }
+        if (!(err instanceof KubeError && err.kind === 'Gone')) {
+          failures++;
+          this.options.logger?.warn('watch failed; listing again', {
+            kind: this.type.kind,
+            error: String(err),
+          });
+          await new Promise((r) => setTimeout(r, Math.min(10_000, 250 * 2 ** Math.min(failures, 6))));
+        }
+        resourceVersion = undefined;
+      }
+    }
+  }
+
+  private async relist(): Promise<string | undefined> {
+    const list = await this.client.list<T>(this.type, {
+      ...(this.options.namespace !== undefined ? { namespace: this.options.namespace } : {}),
+      ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+      ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
+    });
+    const seen = new Set<string>();
+    for (const item of list.items) {
+      // Lists omit apiVersion/kind on items; handlers may want them.
+      const obj = { apiVersion: list.apiVersion, kind: this.type.kind, ...item } as T;
+      const key = objectKey(obj);
+      seen.add(key);
+      const old = this.cache.get(key);
+      this.cache.set(key, obj);
+      if (!old) this.emit({ type: 'ADDED', object: obj });
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion)
+        this.emit({ type: 'MODIFIED', object: obj, old });
+    }
+    for (const [key, old] of this.cache) {
+      if (!seen.has(key)) {
+        this.cache.delete(key);
+        this.emit({ type: 'DELETED', object: old });
+      }
+    }
+    return list.metadata.resourceVersion;
+  }
+
+  private async watchOnce(resourceVersion: string | undefined): Promise<string | undefined> {
+    let rv = resourceVersion;
+    const watch = this.client.watch<T>(
+      this.type,
+      {
+        ...(this.options.namespace !== undefined ? { namespace: this.options.namespace } : {}),
+        ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+        ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
+        ...(rv !== undefined ? { resourceVersion: rv } : {}),
+        timeoutSeconds: 240 + Math.floor(Math.random() * 60),
+        idleTimeoutMs: this.options.idleTimeoutMs ?? 330_000,
+      },
+      (event) => {
+        rv = event.object.metadata.resourceVersion ?? rv;
+        if (event.type === 'BOOKMARK') return;
+        const key = objectKey(event.object);
+        const old = this.cache.get(key);
+        if (event.type === 'DELETED') {
+          this.cache.delete(key);
+          this.emit({ type: 'DELETED', object: event.object });
+        } else {
+          this.cache.set(key, event.object);
+          this.emit({ type: old ? 'MODIFIED' : 'ADDED', object: event.object, ...(old ? { old } : {}) });
+        }
+      },
+    );
+    this.currentWatch = watch;
+    if (this.stopped) watch.stop();
+    await watch.done;
+    return rv;
+  }
+}

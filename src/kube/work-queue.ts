@@ -1,0 +1,119 @@
+// A work queue keyed by object: repeated events for one key merge into one pending
+// item, a key is never processed twice at once (a change during processing queues it
+// again), and failures are retried with per-key exponential backoff.
+import type { Logger } from '../log/logger.js';
+
+export type ReconcileResult = void | { requeueAfterMs: number };
+
+export interface WorkQueueOptions {
+  concurrency?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  logger?: Logger;
+  /** Called after each failed attempt (metrics, events). */
+  onError?: (key: string, err: unknown, attempt: number) => void;
+}
+
+export class WorkQueue {
+  private readonly pending: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private running = 0;
+  private stopped = false;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly reconcile: (key: string) => Promise<ReconcileResult>,
+    private readonly options: WorkQueueOptions = {},
+  ) {}
+
+  get length(): number {
+    return this.pending.length;
+  }
+
+  add(key: string): void {
+    if (this.stopped) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.pending.push(key);
+    this.pump();
+  }
+
+  /** Adds the key after a delay; an earlier add of the same key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.stopped) return;
+    const existing = this.timers.get(key);
+    if (existing) clearTimeout(existing);
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  retryCount(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  private pump(): void {
+    const concurrency = this.options.concurrency ?? 4;
+    while (!this.stopped && this.running < concurrency && this.pending.length > 0) {
+      const key = this.pending.shift() as string;
+      this.queued.delete(key);
+      this.processing.add(key);
+      this.running++;
+      void this.process(key);
+    }
+    if (this.running === 0 && this.pending.length === 0) {
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    try {
+      const result = await this.reconcile(key);
+      this.failures.delete(key);
+      if (result && result.requeueAfterMs >= 0) this.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      const attempt = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, attempt);
+      this.options.onError?.(key, err, attempt);
+      this.options.logger?.warn('reconcile failed; will retry', {
+        key,
+        attempt,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      const base = this.options.baseDelayMs ?? 200;
+      const max = this.options.maxDelayMs ?? 60_000;
+      this.addAfter(key, Math.min(max, base * 2 ** (attempt - 1)));
+    } finally {
+      this.processing.delete(key);
+      this.running--;
+      if (this.dirty.delete(key)) this.add(key);
+      this.pump();
+    }
+  }
+
+  /** Resolves when nothing is queued or running (timers aside). */
+  idle(): Promise<void> {
+    if (this.running === 0 && this.pending.length === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    this.pending.length = 0;
+    this.queued.clear();
+    while (this.running > 0) await new Promise((r) => setTimeout(r, 10));
+  }
+}
