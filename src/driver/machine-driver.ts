@@ -1,19 +1,9 @@
 // The surface rancher-machine drives over RPC (RPCServerDriver), as a TypeScript
 // interface. The plugin server, the CLI and the controller all go through it.
 
-/** docker-machine's state.State, with the same numbers on the wire. */
-export enum MachineState {
-  None = 0,
-  Running = 1,
-  Paused = 2,
-  Saved = 3,
-  Stopped = 4,
-  Stopping = 5,
-  Starting = 6,
-  Error = 7,
-  Timeout = 8,
-  NotFound = 9,
-}
+import { MachineState } from '../harvester/machine-state.js';
+
+export { MachineState };
 
 export type McnFlag =
   | { kind: 'string'; name: string; usage: string; envVar: string; value: string }

@@ -1,0 +1,424 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from '../harvester/testing/fixtures.js';
+import {
+  ConfigError,
+  configFromFlags,
+  configProblems,
+  newDriverConfig,
+  type DriverConfig,
+} from './config.js';
+import { defaultFlagValues } from './flags.js';
+import type { FlagValue } from './machine-driver.js';
+
+const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
+
+/** A complete, valid set of flag values (legacy single disk and NIC), as rancher-machine sends them. */
+function validValues(overrides: Record<string, FlagValue> = {}): Map<string, FlagValue> {
+  const values = defaultFlagValues();
+  values.set('harvester-kubeconfig-content', b64(rancherKubeconfig()));
+  values.set('harvester-cluster-name', 'mycluster');
+  values.set('harvester-image-name', 'default/image-abc12');
+  values.set('harvester-disk-size', 40);
+  values.set('harvester-network-name', 'default/vlan1');
+  values.set('harvester-ssh-user', 'ubuntu');
+  for (const [k, v] of Object.entries(overrides)) values.set(`harvester-${k}`, v);
+  return values;
+}
+
+function build(overrides: Record<string, FlagValue> = {}): DriverConfig {
+  return configFromFlags(
+    validValues(overrides),
+    newDriverConfig('mycluster-pool1-7f8d9c5b6-x2v9q', '/store'),
+  );
+}
+
+function problemsOf(overrides: Record<string, FlagValue>): ConfigError {
+  try {
+    build(overrides);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail(`expected a ConfigError for ${JSON.stringify(overrides)}`);
+}
+
+const disk = (d: Record<string, unknown>): string =>
+  JSON.stringify({ disks: [{ imageName: 'img', size: 10, ...d }] });
+const nic = (n: Record<string, unknown>): string =>
+  JSON.stringify({ interfaces: [{ networkName: 'vlan1', ...n }] });
+const truncatedKubeconfig = b64(rancherKubeconfig()).slice(0, 101);
+
+// [what, flag overrides, the flag the error must name]
+const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
+  ['kubeconfig: not YAML', { 'kubeconfig-content': 'a: [unclosed' }, 'kubeconfig-content'],
+  ['kubeconfig: plain text', { 'kubeconfig-content': 'hello there' }, 'kubeconfig-content'],
+  ['kubeconfig: truncated base64', { 'kubeconfig-content': truncatedKubeconfig }, 'kubeconfig-content'],
+  [
+    'kubeconfig: no current-context',
+    { 'kubeconfig-content': rancherKubeconfig({ currentContext: '' }) },
+    'kubeconfig-content',
+  ],
+  [
+    'kubeconfig: unknown current-context',
+    { 'kubeconfig-content': rancherKubeconfig({ currentContext: 'x' }) },
+    'kubeconfig-content',
+  ],
+  [
+    'kubeconfig: bad server URL',
+    { 'kubeconfig-content': rancherKubeconfig({ server: 'not a url' }) },
+    'kubeconfig-content',
+  ],
+  [
+    'kubeconfig: ftp server',
+    { 'kubeconfig-content': rancherKubeconfig({ server: 'ftp://h/x' }) },
+    'kubeconfig-content',
+  ],
+  ['cluster name not a label value', { 'cluster-name': 'My Cluster!' }, 'cluster-name'],
+  ['namespace with capitals', { 'vm-namespace': 'Default' }, 'vm-namespace'],
+  ['namespace empty', { 'vm-namespace': '' }, 'vm-namespace'],
+  ['cpu count zero', { 'cpu-count': 0 }, 'cpu-count'],
+  ['cpu count negative', { 'cpu-count': -2 }, 'cpu-count'],
+  ['cpu count not a number', { 'cpu-count': 'two' }, 'cpu-count'],
+  ['cpu count fractional', { 'cpu-count': 1.5 }, 'cpu-count'],
+  ['memory zero', { 'memory-size': 0 }, 'memory-size'],
+  ['memory negative', { 'memory-size': -4 }, 'memory-size'],
+  ['memory not a number', { 'memory-size': 'lots' }, 'memory-size'],
+  ['disk size negative', { 'disk-size': -5 }, 'disk-size'],
+  ['disk size missing (legacy)', { 'disk-size': 0 }, 'disk-size'],
+  ['disk size not a number', { 'disk-size': '40G' }, 'disk-size'],
+  ['disk bus unknown', { 'disk-bus': 'ide' }, 'disk-bus'],
+  ['image missing (legacy)', { 'image-name': '' }, 'image-name'],
+  ['image with two slashes', { 'image-name': 'a/b/c' }, 'image-name'],
+  ['disk-info not JSON', { 'disk-info': '{"disks":[' }, 'disk-info'],
+  ['disk-info a list', { 'disk-info': '[]' }, 'disk-info'],
+  ['disk-info disks not a list', { 'disk-info': '{"disks":"x"}' }, 'disk-info'],
+  ['disk-info without disks', { 'disk-info': '{}' }, 'disk-info'],
+  ['disk-info empty', { 'disk-info': '{"disks":[]}' }, 'disk-info'],
+  ['disk-info entry not an object', { 'disk-info': '{"disks":[3]}' }, 'disk-info'],
+  ['disk-info without image or class', { 'disk-info': '{"disks":[{"size":10}]}' }, 'disk-info'],
+  ['disk-info size zero', { 'disk-info': disk({ size: 0 }) }, 'disk-info'],
+  ['disk-info size negative', { 'disk-info': disk({ size: -1 }) }, 'disk-info'],
+  ['disk-info size a string', { 'disk-info': disk({ size: '10' }) }, 'disk-info'],
+  ['disk-info bus unknown', { 'disk-info': disk({ bus: 'ide' }) }, 'disk-info'],
+  ['disk-info type unknown', { 'disk-info': disk({ type: 'floppy' }) }, 'disk-info'],
+  ['disk-info virtio cd-rom', { 'disk-info': disk({ type: 'cd-rom', bus: 'virtio' }) }, 'disk-info'],
+  ['disk-info bootOrder negative', { 'disk-info': disk({ bootOrder: -1 }) }, 'disk-info'],
+  [
+    'disk-info duplicate bootOrder',
+    {
+      'disk-info': JSON.stringify({
+        disks: [
+          { imageName: 'a', size: 1, bootOrder: 1 },
+          { imageName: 'b', size: 1, bootOrder: 1 },
+        ],
+      }),
+    },
+    'disk-info',
+  ],
+  ['disk-info hotPlugAble not a bool', { 'disk-info': disk({ hotPlugAble: 'yes' }) }, 'disk-info'],
+  ['disk-info image with two slashes', { 'disk-info': disk({ imageName: 'a/b/c' }) }, 'disk-info'],
+  ['ssh user empty', { 'ssh-user': '' }, 'ssh-user'],
+  ['ssh user with space', { 'ssh-user': 'my user' }, 'ssh-user'],
+  ['ssh port zero', { 'ssh-port': 0 }, 'ssh-port'],
+  ['ssh port too large', { 'ssh-port': 70000 }, 'ssh-port'],
+  ['ssh port not a number', { 'ssh-port': 'ssh' }, 'ssh-port'],
+  ['key pair without private key', { 'key-pair-name': 'mykey' }, 'ssh-private-key-path'],
+  ['network type unknown', { 'network-type': 'sriov' }, 'network-type'],
+  ['network name missing (legacy)', { 'network-name': '' }, 'network-name'],
+  ['network name with two slashes', { 'network-name': 'a/b/c' }, 'network-name'],
+  ['network model unknown', { 'network-model': 'rtl9999' }, 'network-model'],
+  ['network-info not JSON', { 'network-info': '{interfaces' }, 'network-info'],
+  ['network-info empty', { 'network-info': '{"interfaces":[]}' }, 'network-info'],
+  ['network-info without network name', { 'network-info': nic({ networkName: '' }) }, 'network-info'],
+  ['network-info bad MAC', { 'network-info': nic({ macAddress: '52:54:00:zz:00:01' }) }, 'network-info'],
+  ['network-info bad model', { 'network-info': nic({ model: 'bogus' }) }, 'network-info'],
+  ['network-info bad type', { 'network-info': nic({ type: 'sriov' }) }, 'network-info'],
+  ['network-info field of wrong type', { 'network-info': nic({ macAddress: 5 }) }, 'network-info'],
+  ['user data not YAML', { 'user-data': 'runcmd: [unclosed' }, 'user-data'],
+  ['user data a list', { 'user-data': '- a\n- b\n' }, 'user-data'],
+  ['user data base64 of bad YAML', { 'user-data': b64('a: b: c: [') }, 'user-data'],
+  ['user data a shell script', { 'user-data': '#!/bin/sh\necho hi\n' }, 'user-data'],
+  ['network data not YAML', { 'network-data': 'version: [1' }, 'network-data'],
+  ['network data a list', { 'network-data': '- 1\n' }, 'network-data'],
+  ['network data without version', { 'network-data': 'config: []\n' }, 'network-data'],
+  ['network data version 3', { 'network-data': 'version: 3\n' }, 'network-data'],
+  [
+    'network data v1 without route',
+    {
+      'network-data':
+        'version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: static\n    address: 10.0.0.2/24\n- type: nameserver\n  address: [1.1.1.1]\n',
+    },
+    'network-data',
+  ],
+  [
+    'network data v1 with two gateways',
+    {
+      'network-data':
+        'version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: static\n    address: 10.0.0.2/24\n    gateway: 10.0.0.1\n' +
+        '- type: physical\n  name: eth1\n  subnets:\n  - type: static\n    address: 10.1.0.2/24\n    gateway: 10.1.0.1\n' +
+        '- type: nameserver\n  address: [1.1.1.1]\n',
+    },
+    'network-data',
+  ],
+  [
+    'network data v1 without nameserver',
+    {
+      'network-data':
+        'version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: static\n    address: 10.0.0.2/24\n    gateway: 10.0.0.1\n',
+    },
+    'network-data',
+  ],
+  [
+    'network data v1 config not a list',
+    { 'network-data': 'network:\n  version: 1\n  config: {}\n' },
+    'network-data',
+  ],
+  ['affinity not JSON', { 'vm-affinity': '{"podAffinity":' }, 'vm-affinity'],
+  ['affinity a list', { 'vm-affinity': '[]' }, 'vm-affinity'],
+  ['affinity base64 with a list inside', { 'vm-affinity': b64('{"podAffinity":[]}') }, 'vm-affinity'],
+  ['secure boot without EFI', { 'enable-secure-boot': true }, 'enable-secure-boot'],
+  ['efi not a bool', { 'enable-efi': 'maybe' }, 'enable-efi'],
+  ['vgpu-info not JSON', { 'vgpu-info': '{vGPU' }, 'vgpu-info'],
+  ['vgpu-info list not a list', { 'vgpu-info': '{"vGPURequests":"x"}' }, 'vgpu-info'],
+  [
+    'vgpu-info entry without names',
+    { 'vgpu-info': '{"vGPURequests":[{"name":"","deviceName":""}]}' },
+    'vgpu-info',
+  ],
+  ['cpu pinning not a bool', { 'cpu-pinning': 'sure' }, 'cpu-pinning'],
+  [
+    'isolated emulator thread without pinning',
+    { 'isolate-emulator-thread': true },
+    'isolate-emulator-thread',
+  ],
+  ['tpm not a bool', { 'enable-tpm': 'sure' }, 'enable-tpm'],
+  ['reserved memory below -1', { 'reserved-memory-size': -7 }, 'reserved-memory-size'],
+  ['reserved memory ≥ memory', { 'reserved-memory-size': 4096 }, 'reserved-memory-size'],
+  ['reserved memory not a number', { 'reserved-memory-size': '1G' }, 'reserved-memory-size'],
+  ['cpu model with spaces', { 'cpu-model': 'Intel Xeon' }, 'cpu-model'],
+  ['create timeout zero', { 'create-timeout': 0 }, 'create-timeout'],
+  ['ip timeout negative', { 'ip-timeout': -1 }, 'ip-timeout'],
+  ['remove timeout not a number', { 'remove-timeout': 'soon' }, 'remove-timeout'],
+  ['ip network not one of the machine’s', { 'ip-network': 'default/other' }, 'ip-network'],
+  ['cloud-init-in-secret not a bool', { 'cloud-init-in-secret': 'always' }, 'cloud-init-in-secret'],
+  ['cluster type not a string', { 'cluster-type': 3 }, 'cluster-type'],
+  ['cluster id not a string', { 'cluster-id': true }, 'cluster-id'],
+  ['cloud-config not a string', { 'cloud-config': 1 }, 'cloud-config'],
+  ['password not a string', { 'ssh-password': 7 }, 'ssh-password'],
+  ['private key path not a string', { 'ssh-private-key-path': 7 }, 'ssh-private-key-path'],
+];
+
+describe('configFromFlags: malformed values', () => {
+  for (const [what, overrides, flag] of MALFORMED) {
+    it(`${what} → names --harvester-${flag}`, () => {
+      const err = problemsOf(overrides);
+      const named = err.problems.filter((p) => p.flag === `--harvester-${flag}`);
+      assert.ok(named.length > 0, `no problem names --harvester-${flag}: ${err.message}`);
+      for (const p of named) assert.ok(p.message.startsWith(`--harvester-${flag}: `), p.message);
+      assert.ok(err.message.includes(`--harvester-${flag}`));
+    });
+  }
+
+  it('every Go flag and every flag of ours has at least one malformed-value case', () => {
+    const covered = new Set(MALFORMED.map(([, overrides]) => Object.keys(overrides)).flat());
+    for (const name of defaultFlagValues().keys()) {
+      assert.ok(covered.has(name.replace(/^harvester-/, '')), `no malformed-value case for --${name}`);
+    }
+  });
+
+  it('collects every problem, not just the first', () => {
+    const err = problemsOf({
+      'cpu-count': 0,
+      'disk-bus': 'ide',
+      'network-model': 'x',
+      'ssh-port': 0,
+      'vm-affinity': '[',
+    });
+    const flags = new Set(err.problems.map((p) => p.flag));
+    for (const f of ['cpu-count', 'disk-bus', 'network-model', 'ssh-port', 'vm-affinity']) {
+      assert.ok(flags.has(`--harvester-${f}`), `missing ${f} in ${err.message}`);
+    }
+    assert.match(err.message, /^invalid machine configuration \(5 problems\):\n/);
+  });
+
+  it('does not also complain about the image and network when disk-info/network-info did not parse', () => {
+    const err = problemsOf({ 'image-name': '', 'network-name': '', 'disk-info': '{', 'network-info': '{' });
+    assert.deepEqual(err.problems.map((p) => p.flag).sort(), [
+      '--harvester-disk-info',
+      '--harvester-network-info',
+    ]);
+  });
+
+  it('never quotes a secret: token, password, user data', () => {
+    const secretUserData = `#cloud-config\npassword: TopSecretUserDataPassword\nruncmd: [unclosed`;
+    const err = problemsOf({
+      'kubeconfig-content': rancherKubeconfig({ currentContext: 'missing' }),
+      'ssh-password': 'hunter2-TopSecret',
+      'user-data': secretUserData,
+      'network-data':
+        'version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, gateway: "10.0.0.1", password: TopSecretNet}]}, {type: nameserver}]\n',
+      'cpu-count': 0,
+    });
+    for (const secret of [
+      FAKE_TOKEN,
+      FAKE_TOKEN_SECRET,
+      'hunter2-TopSecret',
+      'TopSecretUserDataPassword',
+      'TopSecretNet',
+    ]) {
+      assert.ok(!err.message.includes(secret), `error message leaks ${secret}: ${err.message}`);
+    }
+  });
+});
+
+describe('configFromFlags: what the Go driver saves', () => {
+  it('converts as SetConfigFromFlags does', () => {
+    const cfg = build({ 'memory-size': 8, 'reserved-memory-size': 256, 'disk-size': 40, 'cpu-count': 4 });
+    assert.equal(cfg.MachineName, 'mycluster-pool1-7f8d9c5b6-x2v9q');
+    assert.equal(cfg.StorePath, '/store');
+    assert.equal(cfg.MemorySize, '8Gi');
+    assert.equal(cfg.ReservedMemorySize, '256Mi');
+    assert.equal(cfg.DiskSize, '40');
+    assert.equal(cfg.CPU, 4);
+    assert.equal(cfg.DiskBus, '', 'saved as given; the VM builder applies the virtio default');
+    assert.equal(cfg.NetworkModel, '');
+    assert.equal(cfg.KubeConfigContent, rancherKubeconfig(), 'base64 decoded');
+    assert.equal(cfg.DiskInfo, null, 'no disk-info flag: the base value (nil) stays');
+    assert.equal(cfg.SSHPort, 22);
+    assert.equal(cfg.VMNamespace, 'default');
+    assert.deepEqual(cfg.HarvesterMachine, {
+      CreateTimeoutSeconds: 600,
+      IPTimeoutSeconds: 600,
+      RemoveTimeoutSeconds: 600,
+      IPNetwork: '',
+      CloudInitInSecret: false,
+    });
+  });
+
+  it('leaves reserved memory unset for -1 and 0', () => {
+    assert.equal(build({ 'reserved-memory-size': -1 }).ReservedMemorySize, '');
+    assert.equal(build({ 'reserved-memory-size': 0 }).ReservedMemorySize, '');
+  });
+
+  it('decodes valid base64 of kubeconfig, affinity, user data and network data, and keeps plain values', () => {
+    const userData = '#cloud-config\npackages: [qemu-guest-agent]\n';
+    const networkData = 'version: 2\nethernets: {eth0: {dhcp4: true}}\n';
+    const affinity = '{"podAntiAffinity":{}}';
+    const encoded = build({
+      'user-data': b64(userData),
+      'network-data': b64(networkData),
+      'vm-affinity': b64(affinity),
+    });
+    assert.equal(encoded.UserData, userData);
+    assert.equal(encoded.NetworkData, networkData);
+    assert.equal(encoded.VMAffinity, affinity);
+    const plain = build({
+      'user-data': userData,
+      'network-data': networkData,
+      'vm-affinity': affinity,
+      'kubeconfig-content': rancherKubeconfig(),
+    });
+    assert.equal(plain.UserData, userData);
+    assert.equal(plain.VMAffinity, affinity);
+    assert.equal(plain.KubeConfigContent, rancherKubeconfig());
+  });
+
+  it('parses disk-info, network-info and vgpu-info with Go zero values for missing keys', () => {
+    const cfg = build({
+      'disk-info':
+        '{"disks":[{"imageName":"default/image-abc12","size":40,"bootOrder":1},{"storageClassName":"longhorn","size":100,"hotPlugAble":true}]}',
+      'network-info':
+        '{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2","macAddress":"52:54:00:12:34:56","type":"masquerade"}]}',
+      'vgpu-info': '{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/GRID_A100-1B"}]}',
+      'image-name': '',
+      'network-name': '',
+      'disk-size': 0,
+      'ip-network': 'default/vlan2',
+    });
+    assert.deepEqual(cfg.DiskInfo, {
+      disks: [
+        {
+          imageName: 'default/image-abc12',
+          storageClassName: '',
+          size: 40,
+          bootOrder: 1,
+          bus: '',
+          type: '',
+          hotPlugAble: false,
+        },
+        {
+          imageName: '',
+          storageClassName: 'longhorn',
+          size: 100,
+          bootOrder: 0,
+          bus: '',
+          type: '',
+          hotPlugAble: true,
+        },
+      ],
+    });
+    assert.deepEqual(cfg.NetworkInfo?.interfaces[1], {
+      networkName: 'default/vlan2',
+      macAddress: '52:54:00:12:34:56',
+      model: '',
+      type: 'masquerade',
+    });
+    assert.deepEqual(cfg.VGPUInfo, {
+      vGPURequests: [{ name: 'gpu1', deviceName: 'nvidia.com/GRID_A100-1B' }],
+    });
+    assert.equal(cfg.HarvesterMachine.IPNetwork, 'default/vlan2');
+  });
+
+  it('fills missing flags with their defaults and accepts ints and bools given as strings (our CLI)', () => {
+    const cfg = configFromFlags(
+      new Map<string, FlagValue>([
+        ['harvester-image-name', 'img'],
+        ['harvester-disk-size', '40'],
+        ['harvester-network-name', 'vlan1'],
+        ['harvester-enable-efi', 'true'],
+        ['harvester-create-timeout', '900'],
+      ]),
+      newDriverConfig('m-a-b-c', '/s'),
+    );
+    assert.equal(cfg.CPU, 2);
+    assert.equal(cfg.MemorySize, '4Gi');
+    assert.equal(cfg.SSHUser, 'root');
+    assert.equal(cfg.SSHPort, 22);
+    assert.equal(cfg.DiskSize, '40');
+    assert.equal(cfg.EnableEFI, true);
+    assert.equal(cfg.HarvesterMachine.CreateTimeoutSeconds, 900);
+    assert.equal(cfg.KubeConfigContent, '', 'optional, as in Go ($KUBECONFIG is used then)');
+  });
+
+  it('reads the swarm flags as BaseDriver does', () => {
+    const values = validValues();
+    values.set('swarm-master', true);
+    values.set('swarm-host', 'tcp://0.0.0.0:3376');
+    const cfg = configFromFlags(values, newDriverConfig('m'));
+    assert.equal(cfg.SwarmMaster, true);
+    assert.equal(cfg.SwarmHost, 'tcp://0.0.0.0:3376');
+    assert.equal(cfg.SwarmDiscovery, '');
+  });
+
+  it('accepts what cloud-init accepts but the Go check rejects: DHCP4, dns_nameservers, physical without subnets', () => {
+    const networkData =
+      'version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: static\n    address: 10.0.0.2/24\n' +
+      '    gateway: 10.0.0.1\n    dns_nameservers: [10.0.0.1]\n- type: physical\n  name: eth1\n';
+    assert.equal(build({ 'network-data': networkData }).NetworkData, networkData);
+    assert.doesNotThrow(() =>
+      build({
+        'network-data': 'version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: dhcp4\n',
+      }),
+    );
+  });
+
+  it('configProblems checks a saved config too', () => {
+    const cfg = build();
+    assert.deepEqual(configProblems(cfg), []);
+    assert.deepEqual(
+      configProblems({ ...cfg, CPU: 0, DiskSize: 'x' }).map((p) => p.flag),
+      ['--harvester-cpu-count', '--harvester-disk-size'],
+    );
+  });
+});

@@ -1,0 +1,213 @@
+// Kubeconfig content as the driver receives it (flag, environment, saved config):
+// base64 or plain YAML. Decoding, validation and a secret-free description live here,
+// so every place that reports on a credential says the same thing and none leaks it.
+// Nothing here returns or embeds a token, password, key or the content itself.
+
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseDocument } from 'yaml';
+import { yamlProblem } from '../harvester/parse-problems.js';
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const LOOKS_LIKE_BASE64 = /^[A-Za-z0-9+/=\s]{16,}$/;
+
+function decodeBase64Strict(value: string): Buffer | undefined {
+  // Go's base64.StdEncoding skips \r and \n; everything else must be canonical padded base64.
+  const compact = value.replace(/[\r\n]/g, '');
+  if (compact === '' || !BASE64.test(compact)) return undefined;
+  return Buffer.from(compact, 'base64');
+}
+
+/**
+ * Go's stringSupportBase64, for the flags that accept base64 (kubeconfig-content,
+ * vm-affinity, user-data, network-data): valid padded standard base64 is decoded,
+ * anything else is taken as it is. One deliberate difference: bytes that are not UTF-8
+ * text are not a decoding (a plain value that happens to be base64-shaped stays plain).
+ */
+export function decodeBase64OrPlain(value: string): string {
+  const bytes = decodeBase64Strict(value);
+  if (!bytes) return value;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return value;
+  }
+}
+
+export type KubeconfigAuthKind = 'token' | 'client-cert' | 'exec' | 'basic' | 'none';
+
+export interface KubeconfigDescription {
+  /** API server URL, without any user:password part. */
+  server: string;
+  contextName: string;
+  /** Name of the kubeconfig `users[]` entry (not a secret). */
+  userName: string;
+  /**
+   * The public half of the token when it has one: "kubeconfig-u-abc12" of a Rancher token
+   * "kubeconfig-u-abc12:<secret>", the id of a bootstrap token "<id>.<secret>", or
+   * "system:serviceaccount:<ns>:<name>" of a service-account JWT.
+   */
+  tokenName?: string;
+  /** Expiry of a JWT token (its `exp` claim), when it has one. */
+  tokenExpiresAt?: Date;
+  authKind: KubeconfigAuthKind;
+}
+
+/** A kubeconfig that cannot be used; the message holds no part of the content. */
+export class KubeconfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`kubeconfig ${problems.join('; ')}`);
+    this.name = 'KubeconfigError';
+  }
+}
+
+/** Structural checks before @kubernetes/client-node sees it (it reports a non-mapping as empty). */
+function parseProblems(text: string): string[] {
+  if (text.trim() === '') return ['is empty'];
+  const doc = parseDocument(text);
+  const firstError = doc.errors[0];
+  if (firstError) return [yamlProblem(firstError)];
+  const value: unknown = doc.toJS();
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return LOOKS_LIKE_BASE64.test(text.trim())
+      ? ['looks like base64 but is not valid base64 (truncated or corrupted?)']
+      : ['is not a kubeconfig (expected a YAML mapping with clusters, contexts and users)'];
+  }
+  return [];
+}
+
+function serverProblem(server: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    return 'has a cluster server that is not a valid URL (expected https://host[:port][/path])';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return `has a cluster server with scheme "${url.protocol}" (expected https:// or http://)`;
+  }
+  if (url.hostname === '') return 'has a cluster server URL without a host';
+  return undefined;
+}
+
+interface Loaded {
+  kc: KubeConfig;
+  problems: string[];
+}
+
+function load(text: string): Loaded {
+  const kc = new KubeConfig();
+  const problems = parseProblems(text);
+  if (problems.length > 0) return { kc, problems };
+  try {
+    kc.loadFromString(text);
+  } catch (err) {
+    // client-node's own messages name the entry ("users[0].name is missing"); a YAML error
+    // from its parser continues with a snippet of the source, so only the first line is kept.
+    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
+    return { kc, problems: [`is not a valid kubeconfig (${reason})`] };
+  }
+  const contextName = kc.getCurrentContext();
+  if (!contextName) return { kc, problems: ['has no current-context'] };
+  const context = kc.getContextObject(contextName);
+  if (!context)
+    return { kc, problems: [`has current-context "${contextName}", but no context of that name`] };
+  const cluster = kc.getCluster(context.cluster);
+  if (!cluster) {
+    problems.push(`context "${contextName}" names cluster "${context.cluster}", which is not in clusters`);
+  } else {
+    const bad = serverProblem(cluster.server);
+    if (bad) problems.push(bad);
+  }
+  if (!context.user) problems.push(`context "${contextName}" names no user`);
+  else if (!kc.getUser(context.user)) {
+    problems.push(`context "${contextName}" names user "${context.user}", which is not in users`);
+  }
+  return { kc, problems };
+}
+
+/** Problems of a decoded kubeconfig, as phrases that follow "kubeconfig …"; empty when usable. */
+export function kubeconfigProblems(text: string): string[] {
+  return load(text).problems;
+}
+
+/** A validated KubeConfig for the decoded content; throws KubeconfigError. */
+export function loadKubeconfig(text: string): KubeConfig {
+  const { kc, problems } = load(text);
+  if (problems.length > 0) throw new KubeconfigError(problems);
+  return kc;
+}
+
+function jwtClaims(token: string): Record<string, unknown> | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3 || !parts[1]) return undefined;
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    return claims !== null && typeof claims === 'object' ? (claims as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function serviceAccountOf(claims: Record<string, unknown>): string | undefined {
+  const k8s = claims['kubernetes.io'] as
+    { namespace?: unknown; serviceaccount?: { name?: unknown } } | undefined;
+  if (typeof k8s?.namespace === 'string' && typeof k8s.serviceaccount?.name === 'string') {
+    return `system:serviceaccount:${k8s.namespace}:${k8s.serviceaccount.name}`;
+  }
+  const sub = claims['sub'];
+  return typeof sub === 'string' && sub.startsWith('system:serviceaccount:') ? sub : undefined;
+}
+
+/** The public half of a bearer token, never the secret half. */
+export function describeToken(token: string): { tokenName?: string; tokenExpiresAt?: Date } {
+  const trimmed = token.trim();
+  const rancher = /^([a-z0-9][a-z0-9-]*):[^:\s]+$/.exec(trimmed);
+  if (rancher?.[1]) return { tokenName: rancher[1] };
+  const bootstrap = /^([a-z0-9]{6})\.[a-z0-9]{16}$/.exec(trimmed);
+  if (bootstrap?.[1]) return { tokenName: bootstrap[1] };
+  const claims = jwtClaims(trimmed);
+  if (!claims) return {};
+  const out: { tokenName?: string; tokenExpiresAt?: Date } = {};
+  const name = serviceAccountOf(claims);
+  if (name) out.tokenName = name;
+  if (typeof claims['exp'] === 'number') out.tokenExpiresAt = new Date(claims['exp'] * 1000);
+  return out;
+}
+
+function serverWithoutUserinfo(server: string): string {
+  try {
+    const url = new URL(server);
+    url.username = '';
+    url.password = '';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/** Describes a decoded kubeconfig without any secret; throws KubeconfigError when unusable. */
+export function describeKubeconfig(text: string): KubeconfigDescription {
+  const kc = loadKubeconfig(text);
+  const contextName = kc.getCurrentContext();
+  const context = kc.getContextObject(contextName);
+  const cluster = context ? kc.getCluster(context.cluster) : null;
+  const user = context?.user ? kc.getUser(context.user) : null;
+  const description: KubeconfigDescription = {
+    server: serverWithoutUserinfo(cluster?.server ?? ''),
+    contextName,
+    userName: user?.name ?? '',
+    authKind: 'none',
+  };
+  if (user?.token) {
+    description.authKind = 'token';
+    Object.assign(description, describeToken(user.token));
+  } else if (user?.certData || user?.certFile) {
+    description.authKind = 'client-cert';
+  } else if (user?.exec || user?.authProvider) {
+    // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
+    description.authKind = 'exec';
+  } else if (user?.username && user.password) {
+    description.authKind = 'basic';
+  }
+  return description;
+}

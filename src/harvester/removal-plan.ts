@@ -1,0 +1,230 @@
+// Which volumes go when a machine is removed. This decides what data is destroyed, so it
+// is a pure function with the rules written out, and every PVC it leaves alone is listed
+// with the reason (for `rm --dry-run` and the log).
+//
+// Rules (spec/harvester-kubevirt.md §1, §3; spec/rancher.md §1):
+// - Plain removal (a node is replaced or scaled down): the VM's own boot/data volumes go;
+//   hot-plugged volumes (guest-cluster workload data, harvester#3272) stay.
+// - Whole guest cluster deleted (VM annotated removeAllPersistentVolumeClaims="true"):
+//   the hot-plugged volumes go too, and every PVC in the VM's namespace labelled
+//   guestcluster.harvesterhci.io/name=<cluster>.
+// - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
+//   guest cluster, or a PVC that another existing VM still references.
+// Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
+// VM's namespace, once the VM is gone; the plan is that annotation's content.
+
+import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
+import { cloudInitSecretName } from './names.js';
+import type {
+  PersistentVolumeClaim,
+  Secret,
+  VirtualMachine,
+  VirtualMachineInstance,
+  Volume,
+} from './types.js';
+
+export interface RemovalInputs {
+  vm: VirtualMachine;
+  vmi?: VirtualMachineInstance;
+  /** Every PVC of the VM's namespace (entries of other namespaces are never deleted). */
+  pvcsInNamespace: readonly PersistentVolumeClaim[];
+  /** Every VM of the VM's namespace, the VM itself included or not. */
+  vmsInNamespace: readonly VirtualMachine[];
+  removeAll: boolean;
+  /** The guest cluster the machine belongs to (ClusterName); "" for a machine outside one. */
+  clusterName: string;
+  /** When given, only referenced Secrets that the VM owns are listed; else the `<vm>-cloudinit` one. */
+  secretsInNamespace?: readonly Secret[];
+}
+
+export interface PlannedItem {
+  name: string;
+  reason: string;
+}
+
+export interface RemovalPlan {
+  vmName: string;
+  namespace: string;
+  removeAll: boolean;
+  /** PVCs to delete (the removedPersistentVolumeClaims annotation), in the VM's namespace. */
+  pvcs: PlannedItem[];
+  /** PVCs considered and left alone. */
+  kept: PlannedItem[];
+  /** Secrets that go with the VM (owned by it; the garbage collector deletes them). */
+  secrets: PlannedItem[];
+}
+
+/** Rancher's whole-cluster signal, compared as the Go driver does (exactly "true"). */
+export function wantsRemoveAllPvcs(vm: VirtualMachine): boolean {
+  return vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS] === 'true';
+}
+
+interface OwnClaim {
+  claimName: string;
+  volumeName: string;
+  hotplugged: boolean;
+}
+
+/** The PVCs a VM's volumes use; for protection, DataVolumes count too (their PVC has their name). */
+function referencedClaims(volumes: readonly Volume[] | undefined): string[] {
+  const names: string[] = [];
+  for (const v of volumes ?? []) {
+    if (v.persistentVolumeClaim?.claimName) names.push(v.persistentVolumeClaim.claimName);
+    if (v.dataVolume?.name) names.push(v.dataVolume.name);
+  }
+  return names;
+}
+
+/**
+ * The VM's PVC volumes, with hot-plug state from every source there is: the VM template,
+ * the VMI spec (older Harvester hot-plugs through the VMI only) and the VMI's volume
+ * status. Any one of them saying "hot-plugged" is enough: when unsure, keep the data.
+ */
+function ownClaims(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): OwnClaim[] {
+  const byClaim = new Map<string, OwnClaim>();
+  const add = (v: Volume): void => {
+    const pvc = v.persistentVolumeClaim;
+    if (!pvc?.claimName) return;
+    const known = byClaim.get(pvc.claimName);
+    if (known) known.hotplugged ||= pvc.hotpluggable === true;
+    else
+      byClaim.set(pvc.claimName, {
+        claimName: pvc.claimName,
+        volumeName: v.name,
+        hotplugged: pvc.hotpluggable === true,
+      });
+  };
+  const vmVolumes = vm.spec.template.spec.volumes ?? [];
+  vmVolumes.forEach(add);
+  (vmi?.spec?.volumes ?? []).forEach(add);
+  const vmiVolumes = vmi?.spec?.volumes ?? [];
+  for (const status of vmi?.status?.volumeStatus ?? []) {
+    if (!status.hotplugVolume) continue;
+    const volume = [...vmVolumes, ...vmiVolumes].find((v) => v.name === status.name);
+    const claimName = volume?.persistentVolumeClaim?.claimName ?? status.persistentVolumeClaimInfo?.claimName;
+    const claim = claimName ? byClaim.get(claimName) : undefined;
+    if (claim) claim.hotplugged = true;
+    else if (claimName) byClaim.set(claimName, { claimName, volumeName: status.name, hotplugged: true });
+  }
+  return [...byClaim.values()];
+}
+
+function ownedSecrets(inputs: RemovalInputs, namespace: string): PlannedItem[] {
+  const { vm } = inputs;
+  const referenced = new Set<string>();
+  for (const v of vm.spec.template.spec.volumes ?? []) {
+    for (const source of [v.cloudInitNoCloud, v.cloudInitConfigDrive]) {
+      if (source?.secretRef?.name) referenced.add(source.secretRef.name);
+      if (source?.networkDataSecretRef?.name) referenced.add(source.networkDataSecretRef.name);
+    }
+  }
+  const owned = (name: string): boolean => {
+    if (!inputs.secretsInNamespace) return name === cloudInitSecretName(vm.metadata.name);
+    const secret = inputs.secretsInNamespace.find(
+      (s) => s.metadata.name === name && s.metadata.namespace === namespace,
+    );
+    return (secret?.metadata.ownerReferences ?? []).some(
+      (o) =>
+        o.kind === 'VirtualMachine' &&
+        o.name === vm.metadata.name &&
+        (!vm.metadata.uid || o.uid === vm.metadata.uid),
+    );
+  };
+  return [...referenced].filter(owned).map((name) => ({
+    name,
+    reason: `cloud-init Secret owned by VM ${namespace}/${vm.metadata.name}; the garbage collector deletes it with the VM`,
+  }));
+}
+
+export function planRemoval(inputs: RemovalInputs): RemovalPlan {
+  const { vm, removeAll, clusterName } = inputs;
+  const vmName = vm.metadata.name;
+  const namespace = vm.metadata.namespace ?? '';
+  const vmRef = `${namespace}/${vmName}`;
+  const plan: RemovalPlan = {
+    vmName,
+    namespace,
+    removeAll,
+    pvcs: [],
+    kept: [],
+    secrets: ownedSecrets(inputs, namespace),
+  };
+
+  // Guest-cluster labels of the namespace's PVCs by name (a list: a stale or merged listing
+  // could hold a name twice, and then any foreign label is enough to keep it).
+  const clusterLabels = new Map<string, Array<string | undefined>>();
+  for (const pvc of inputs.pvcsInNamespace) {
+    if (pvc.metadata.namespace !== namespace) continue;
+    const labels = clusterLabels.get(pvc.metadata.name) ?? [];
+    labels.push(pvc.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME]);
+    clusterLabels.set(pvc.metadata.name, labels);
+  }
+  const usedBy = new Map<string, string[]>();
+  for (const other of inputs.vmsInNamespace) {
+    if (other.metadata.namespace !== namespace || other.metadata.name === vmName) continue;
+    for (const claim of new Set(referencedClaims(other.spec.template.spec.volumes))) {
+      usedBy.set(claim, [...(usedBy.get(claim) ?? []), other.metadata.name]);
+    }
+  }
+
+  const decided = new Set<string>();
+  const keep = (name: string, reason: string): void => {
+    decided.add(name);
+    plan.kept.push({ name, reason });
+  };
+  /** The checks no rule can override; then the PVC goes. */
+  const remove = (name: string, reason: string): void => {
+    if (decided.has(name)) return;
+    const users = usedBy.get(name);
+    if (users) return keep(name, `still used by VM ${users.map((u) => `${namespace}/${u}`).join(', ')}`);
+    const owner = clusterLabels.get(name)?.find((label) => label !== undefined && label !== clusterName);
+    if (owner !== undefined) {
+      return keep(
+        name,
+        `labelled for guest cluster "${owner}", not ${clusterName ? `"${clusterName}"` : 'this machine'}`,
+      );
+    }
+    decided.add(name);
+    plan.pvcs.push({ name, reason });
+  };
+
+  for (const claim of ownClaims(vm, inputs.vmi)) {
+    if (!claim.hotplugged) {
+      remove(claim.claimName, `boot/data disk ${claim.volumeName} of VM ${vmRef}`);
+    } else if (removeAll) {
+      remove(claim.claimName, `hot-plugged volume of VM ${vmRef}; the whole guest cluster is being deleted`);
+    } else if (!decided.has(claim.claimName)) {
+      keep(
+        claim.claimName,
+        'hot-plugged volume (guest workload data): kept when only this machine is removed, ' +
+          'deleted when the whole guest cluster is',
+      );
+    }
+  }
+
+  // An empty cluster name would select every PVC labelled with an empty value: select none.
+  if (removeAll && clusterName !== '') {
+    const labelled = inputs.pvcsInNamespace
+      .filter((p) => p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === clusterName)
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    for (const pvc of labelled) {
+      if (pvc.metadata.namespace !== namespace) {
+        plan.kept.push({
+          name: `${pvc.metadata.namespace ?? ''}/${pvc.metadata.name}`,
+          reason: `in namespace ${pvc.metadata.namespace ?? '(none)'}, not the VM's namespace ${namespace}`,
+        });
+        continue;
+      }
+      remove(
+        pvc.metadata.name,
+        `labelled ${LABEL_GUEST_CLUSTER_NAME}=${clusterName}; the whole guest cluster is being deleted`,
+      );
+    }
+  }
+  return plan;
+}
+
+/** The removedPersistentVolumeClaims annotation value: the planned PVC names, comma-joined. */
+export function removedPvcsAnnotationValue(plan: RemovalPlan): string {
+  return plan.pvcs.map((p) => p.name).join(',');
+}
