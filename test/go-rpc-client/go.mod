@@ -1,0 +1,3 @@
+module harvester-machine/test/go-rpc-client
+
+go 1.22
