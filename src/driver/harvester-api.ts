@@ -1,0 +1,185 @@
+// The driver's view of one Harvester cluster: typed reads and writes of the objects
+// it touches, every call through the one KubeClient, and a rejected credential turned
+// into CredentialRejectedError at this single place (so no operation can forget it).
+import { KubeClient, type KubeClientOptions } from '../kube/client.js';
+import { KubeError } from '../kube/errors.js';
+import {
+  Resources,
+  describeOperation,
+  resourcePath,
+  type KubeObject,
+  type ResourceType,
+} from '../kube/resources.js';
+import { waitFor, type WaitSpec } from '../kube/wait.js';
+import type {
+  PersistentVolumeClaim,
+  Secret,
+  VirtualMachine,
+  VirtualMachineInstance,
+} from '../harvester/types.js';
+import { credentialRejected, type CredentialSource } from './credential-error.js';
+
+export type VmAction = 'start' | 'stop' | 'restart';
+
+export interface Setting extends KubeObject {
+  value?: string;
+  default?: string;
+}
+export interface VirtualMachineImage extends KubeObject {
+  spec?: { displayName?: string };
+  status?: { storageClassName?: string; progress?: number };
+}
+export interface KeyPair extends KubeObject {
+  spec?: { publicKey?: string };
+  status?: { conditions?: Array<{ type: string; status: string; message?: string }> };
+}
+
+/** Harvester objects as the API returns them: our typed shapes plus KubeObject metadata. */
+export type Vm = VirtualMachine & KubeObject;
+export type Vmi = VirtualMachineInstance & KubeObject;
+export type Pvc = PersistentVolumeClaim & KubeObject;
+
+export class HarvesterApi {
+  constructor(
+    readonly client: KubeClient,
+    private readonly source: CredentialSource,
+  ) {}
+
+  static fromKubeconfig(
+    content: string,
+    source: CredentialSource,
+    options: KubeClientOptions = {},
+  ): HarvesterApi {
+    return new HarvesterApi(KubeClient.fromKubeconfig(content, options), source);
+  }
+
+  get server(): string {
+    return this.client.server;
+  }
+
+  /** Runs a call; a refused credential becomes the one error that says what to renew. */
+  async guard<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      if (err instanceof KubeError && err.kind === 'CredentialRejected')
+        throw credentialRejected(err, this.source);
+      throw err;
+    }
+  }
+
+  findVm(namespace: string, name: string): Promise<Vm | undefined> {
+    return this.guard(() => this.client.find<Vm>(Resources.virtualMachine, { namespace, name }));
+  }
+
+  findVmi(namespace: string, name: string): Promise<Vmi | undefined> {
+    return this.guard(() => this.client.find<Vmi>(Resources.virtualMachineInstance, { namespace, name }));
+  }
+
+  async listVms(namespace: string): Promise<Vm[]> {
+    return (await this.guard(() => this.client.list<Vm>(Resources.virtualMachine, { namespace }))).items;
+  }
+
+  async listPvcs(namespace: string): Promise<Pvc[]> {
+    return (await this.guard(() => this.client.list<Pvc>(Resources.pvc, { namespace }))).items;
+  }
+
+  findSetting(name: string): Promise<Setting | undefined> {
+    return this.guard(() => this.client.find<Setting>(Resources.setting, { name }));
+  }
+
+  findImage(namespace: string, name: string): Promise<VirtualMachineImage | undefined> {
+    return this.guard(() =>
+      this.client.find<VirtualMachineImage>(Resources.virtualMachineImage, { namespace, name }),
+    );
+  }
+
+  findKeyPair(namespace: string, name: string): Promise<KeyPair | undefined> {
+    return this.guard(() => this.client.find<KeyPair>(Resources.keyPair, { namespace, name }));
+  }
+
+  findNetwork(namespace: string, name: string): Promise<KubeObject | undefined> {
+    return this.guard(() => this.client.find(Resources.networkAttachmentDefinition, { namespace, name }));
+  }
+
+  findStorageClass(name: string): Promise<KubeObject | undefined> {
+    return this.guard(() => this.client.find(Resources.storageClass, { name }));
+  }
+
+  createVm(vm: VirtualMachine): Promise<Vm> {
+    return this.guard(() => this.client.create<Vm>(Resources.virtualMachine, vm as Vm));
+  }
+
+  createSecret(secret: Secret): Promise<Secret & KubeObject> {
+    return this.guard(() =>
+      this.client.create<Secret & KubeObject>(Resources.secret, secret as Secret & KubeObject),
+    );
+  }
+
+  updateSecret(secret: Secret): Promise<Secret & KubeObject> {
+    return this.guard(() =>
+      this.client.update<Secret & KubeObject>(Resources.secret, secret as Secret & KubeObject),
+    );
+  }
+
+  findSecret(namespace: string, name: string): Promise<(Secret & KubeObject) | undefined> {
+    return this.guard(() => this.client.find<Secret & KubeObject>(Resources.secret, { namespace, name }));
+  }
+
+  /** A merge patch carrying the resourceVersion read: Conflict when someone changed the VM since. */
+  patchVmAnnotations(vm: Vm, annotations: Record<string, string | null>): Promise<Vm> {
+    const { namespace, name, resourceVersion } = vm.metadata;
+    return this.guard(() =>
+      this.client.patch<Vm>(
+        Resources.virtualMachine,
+        { namespace: namespace ?? '', name: name ?? '' },
+        { metadata: { resourceVersion, annotations } },
+      ),
+    );
+  }
+
+  /** Foreground deletion, only of the VM we read (uid precondition); false when already gone. */
+  deleteVm(vm: Vm): Promise<boolean> {
+    const { namespace, name, uid } = vm.metadata;
+    return this.guard(() =>
+      this.client.delete(
+        Resources.virtualMachine,
+        { namespace: namespace ?? '', name: name ?? '' },
+        { propagationPolicy: 'Foreground', ...(uid ? { preconditions: { uid } } : {}) },
+      ),
+    );
+  }
+
+  deletePvc(namespace: string, name: string, uid?: string): Promise<boolean> {
+    return this.guard(() =>
+      this.client.delete(Resources.pvc, { namespace, name }, uid ? { preconditions: { uid } } : {}),
+    );
+  }
+
+  /** KubeVirt's subresource API (virt-api): PUT with no body; 202 on success. */
+  vmAction(namespace: string, name: string, action: VmAction): Promise<unknown> {
+    const type: ResourceType = {
+      group: 'subresources.kubevirt.io',
+      version: 'v1',
+      plural: 'virtualmachines',
+      kind: 'VirtualMachine',
+      namespaced: true,
+    };
+    const at = { namespace, name, subresource: action };
+    return this.guard(() =>
+      this.client.call({
+        method: 'PUT',
+        path: resourcePath(type, at),
+        operation: describeOperation('put', type, at),
+      }),
+    );
+  }
+
+  wait<T extends KubeObject>(spec: WaitSpec<T>): Promise<T | undefined> {
+    return this.guard(() => waitFor(this.client, spec));
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,210 @@
+// The Harvester node driver: rancher-machine's RPCServerDriver surface over the pure
+// decisions (src/harvester) and the lifecycle operations (./operations). Config is the
+// Go driver's JSON; the kubeconfig in use is always the freshest one handed to us.
+import path from 'node:path';
+import fs from 'node:fs';
+import { createLogger, type Logger } from '../log/logger.js';
+import { ConfigError, configFromFlags, newDriverConfig, type DriverConfig } from './config.js';
+import type { CredentialSource } from './credential-error.js';
+import { createFlags } from './flags.js';
+import {
+  applyFreshCredential,
+  parseSavedConfig,
+  savedConfigFor,
+  serializeSavedConfig,
+  type SavedConfig,
+} from './go-json.js';
+import { HarvesterApi } from './harvester-api.js';
+import type { FlagValues, McnFlag, MachineDriver, MachineState } from './machine-driver.js';
+import type { OperationContext, ProgressEvent } from './operations/context.js';
+import { createMachine } from './operations/create.js';
+import { dockerUrl, machineIp, machineIpv6, machineState } from './operations/machine-status.js';
+import { killMachine, restartMachine, startMachine, stopMachine } from './operations/power.js';
+import { preCreateCheck } from './operations/pre-create-check.js';
+import { removeMachine, planMachineRemoval } from './operations/remove.js';
+import type { RemovalPlan } from '../harvester/removal-plan.js';
+import type { KubeClientOptions } from '../kube/client.js';
+
+export const DRIVER_NAME = 'harvester';
+
+export interface HarvesterDriverOptions {
+  /** The process arguments the plugin inherited (rancher-machine's argv). */
+  argv?: readonly string[];
+  /** The environment the plugin inherited. */
+  env?: Readonly<Record<string, string | undefined>>;
+  logger?: Logger;
+  progress?: (event: ProgressEvent) => void;
+  /** Client tuning (request deadline, retries, request counting). */
+  clientOptions?: KubeClientOptions;
+}
+
+export class HarvesterDriver implements MachineDriver {
+  private saved: SavedConfig = savedConfigFor(newDriverConfig());
+  private source: CredentialSource = 'saved';
+  private api: HarvesterApi | undefined;
+  private apiKubeconfig: string | undefined;
+  private readonly argv: readonly string[];
+  private readonly env: Readonly<Record<string, string | undefined>>;
+  private readonly log: Logger;
+
+  constructor(private readonly options: HarvesterDriverOptions = {}) {
+    this.argv = options.argv ?? [];
+    this.env = options.env ?? {};
+    this.log = options.logger ?? createLogger();
+  }
+
+  get config(): DriverConfig {
+    return this.saved.driver;
+  }
+
+  /** Where the kubeconfig in use came from: argv, env, the saved config, or create flags. */
+  get credentialSource(): CredentialSource {
+    return this.source;
+  }
+
+  driverName(): string {
+    return DRIVER_NAME;
+  }
+
+  getCreateFlags(): McnFlag[] {
+    return createFlags();
+  }
+
+  setConfigRaw(json: Uint8Array): void {
+    this.saved = parseSavedConfig(json, this.saved);
+    const fresh = applyFreshCredential(this.saved.driver, this.argv, this.env);
+    this.saved = { ...this.saved, driver: fresh.config };
+    this.source = fresh.source;
+    if (fresh.source !== 'saved') {
+      this.log.debug(
+        `Using the kubeconfig ${fresh.source === 'argv' ? 'from --harvester-kubeconfig-content' : 'from HARVESTER_KUBECONFIG_CONTENT'} instead of the saved one`,
+      );
+    }
+  }
+
+  getConfigRaw(): Uint8Array {
+    return Buffer.from(serializeSavedConfig(this.saved), 'utf8');
+  }
+
+  setConfigFromFlags(values: FlagValues): void {
+    this.saved = { ...this.saved, driver: configFromFlags(values, this.saved.driver) };
+    this.source = 'flags';
+  }
+
+  getMachineName(): string {
+    return this.config.MachineName;
+  }
+
+  /** BaseDriver.GetSSHKeyPath: <StorePath>/machines/<name>/id_rsa unless set. */
+  getSSHKeyPath(): string {
+    const cfg = this.config;
+    if (!cfg.SSHKeyPath && cfg.StorePath && cfg.MachineName) {
+      cfg.SSHKeyPath = path.join(cfg.StorePath, 'machines', cfg.MachineName, 'id_rsa');
+    }
+    return cfg.SSHKeyPath;
+  }
+
+  getSSHUsername(): string {
+    return this.config.SSHUser || 'root';
+  }
+
+  getSSHPort(): number {
+    return this.config.SSHPort || 22;
+  }
+
+  getSSHHostname(): Promise<string> {
+    return this.getIP();
+  }
+
+  async getURL(): Promise<string> {
+    return dockerUrl(await this.getIP());
+  }
+
+  getIP(): Promise<string> {
+    return this.run((ctx) => machineIp(ctx));
+  }
+
+  getIPv6(): Promise<string> {
+    return this.run((ctx) => machineIpv6(ctx));
+  }
+
+  getState(): Promise<MachineState> {
+    return this.run((ctx) => machineState(ctx));
+  }
+
+  preCreateCheck(): Promise<void> {
+    return this.run((ctx) => preCreateCheck(ctx));
+  }
+
+  create(): Promise<void> {
+    return this.run((ctx) => createMachine(ctx));
+  }
+
+  async remove(): Promise<void> {
+    await this.run((ctx) => removeMachine(ctx));
+  }
+
+  /** What remove() would delete, without changing anything (the CLI's dry run). */
+  planRemoval(): Promise<RemovalPlan | undefined> {
+    return this.run(async (ctx) => {
+      const vm = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
+      return vm ? planMachineRemoval(ctx, vm) : undefined;
+    });
+  }
+
+  start(): Promise<void> {
+    return this.run((ctx) => startMachine(ctx));
+  }
+
+  stop(): Promise<void> {
+    return this.run((ctx) => stopMachine(ctx));
+  }
+
+  restart(): Promise<void> {
+    return this.run((ctx) => restartMachine(ctx));
+  }
+
+  kill(): Promise<void> {
+    return this.run((ctx) => killMachine(ctx));
+  }
+
+  close(): void {
+    this.api?.close();
+    this.api = undefined;
+  }
+
+  private harvesterApi(): HarvesterApi {
+    const content = this.kubeconfigContent();
+    if (!this.api || this.apiKubeconfig !== content) {
+      this.api?.close();
+      this.api = HarvesterApi.fromKubeconfig(content, this.source, this.options.clientOptions);
+      this.apiKubeconfig = content;
+    }
+    return this.api;
+  }
+
+  /** The Go driver falls back to $KUBECONFIG when no kubeconfig content is configured. */
+  private kubeconfigContent(): string {
+    if (this.config.KubeConfigContent) return this.config.KubeConfigContent;
+    const file = this.env['KUBECONFIG'];
+    if (file) return fs.readFileSync(file, 'utf8');
+    throw new ConfigError([
+      {
+        flag: '--harvester-kubeconfig-content',
+        message:
+          '--harvester-kubeconfig-content: no kubeconfig for the Harvester cluster (set the flag, HARVESTER_KUBECONFIG_CONTENT or KUBECONFIG)',
+      },
+    ]);
+  }
+
+  private async run<T>(operation: (ctx: OperationContext) => Promise<T>): Promise<T> {
+    const ctx: OperationContext = {
+      config: this.config,
+      api: this.harvesterApi(),
+      log: this.log,
+      sshKeyPath: this.getSSHKeyPath(),
+      ...(this.options.progress ? { progress: this.options.progress } : {}),
+    };
+    return operation(ctx);
+  }
+}

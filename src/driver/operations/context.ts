@@ -1,0 +1,30 @@
+// What every lifecycle operation gets: the config (which Create updates), the Harvester
+// API under the freshest credential, a logger, and a progress callback for waits.
+import type { Logger } from '../../log/logger.js';
+import type { DriverConfig } from '../config.js';
+import type { HarvesterApi } from '../harvester-api.js';
+
+export interface ProgressEvent {
+  /** "create", "remove", ... */
+  operation: string;
+  /** What is being waited for: "VM default/m1 to be Running". */
+  waitingFor: string;
+  /** The last state seen: "VMI phase Scheduling". */
+  state: string;
+  elapsedMs: number;
+}
+
+export interface OperationContext {
+  config: DriverConfig;
+  api: HarvesterApi;
+  log: Logger;
+  progress?: (event: ProgressEvent) => void;
+  /** Where the machine's SSH private key lives (BaseDriver.GetSSHKeyPath). */
+  sshKeyPath: string;
+}
+
+export const seconds = (s: number): number => s * 1000;
+
+export function vmRef(cfg: DriverConfig): string {
+  return `${cfg.VMNamespace}/${cfg.MachineName}`;
+}

@@ -1,0 +1,147 @@
+// Create: SSH key, the VM (built by the pure builder), the cloud-init Secret owned by
+// it, then wait until it runs and reports an IP. Rerunning after a half-done create
+// continues with what exists instead of failing or duplicating.
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { KubeError } from '../../kube/errors.js';
+import { withVmOwnerReference } from '../../harvester/cloud-init.js';
+import { namespacedName } from '../../harvester/names.js';
+import type { Secret } from '../../harvester/types.js';
+import { buildVirtualMachine } from '../../harvester/vm-spec.js';
+import { registerSecret } from '../../log/redact.js';
+import { generateSshKeyPair, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
+import type { Vm } from '../harvester-api.js';
+import { isOurAbandonedVm } from './adopt.js';
+import { addressesOf } from './machine-status.js';
+import { vmRef, type OperationContext } from './context.js';
+import { waitForIp, waitRunning } from './waits.js';
+
+const ALPHANUMERIC = 'abcdefghijklmnopqrstuvwxyz0123456789';
+function randomSuffix(): string {
+  return Array.from(crypto.randomBytes(5), (b) => ALPHANUMERIC[b % ALPHANUMERIC.length]).join('');
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The Go driver's createKeyPair, except that a key left by an earlier attempt is reused. */
+async function ensureSshKey(ctx: OperationContext): Promise<void> {
+  const cfg = ctx.config;
+  const keyPath = ctx.sshKeyPath;
+  await fs.mkdir(path.dirname(keyPath), { recursive: true, mode: 0o700 });
+  cfg.SSHKeyPath = keyPath;
+  if (!cfg.SSHPrivateKeyPath) {
+    if (!((await exists(keyPath)) && (await exists(`${keyPath}.pub`)))) {
+      ctx.log.debug('Creating New SSH Key');
+      await writeSshKeyPair(keyPath, generateSshKeyPair());
+    }
+    cfg.SSHPublicKey = await readPublicKeyFor(keyPath);
+    return;
+  }
+  ctx.log.debug(`Using SSHPrivateKeyPath: ${cfg.SSHPrivateKeyPath}`);
+  if (path.resolve(cfg.SSHPrivateKeyPath) !== path.resolve(keyPath)) {
+    const key = await fs.readFile(cfg.SSHPrivateKeyPath, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw new Error(
+        `--harvester-ssh-private-key-path ${cfg.SSHPrivateKeyPath}: cannot read the key (${err.code ?? err.message})`,
+      );
+    });
+    registerSecret(key);
+    await fs.writeFile(keyPath, key, { mode: 0o600 });
+    await fs.chmod(keyPath, 0o600);
+  }
+  if (cfg.KeyPairName) {
+    if (!cfg.SSHPublicKey) {
+      const { namespace, name } = namespacedName(cfg.KeyPairName, cfg.VMNamespace);
+      cfg.SSHPublicKey = (await ctx.api.findKeyPair(namespace, name))?.spec?.publicKey ?? '';
+    }
+    ctx.log.debug(`Using existing harvester key pair: ${cfg.KeyPairName}`);
+    return;
+  }
+  const publicKey = await readPublicKeyFor(cfg.SSHPrivateKeyPath);
+  await fs.writeFile(`${keyPath}.pub`, publicKey + '\n', { mode: 0o644 });
+  cfg.SSHPublicKey = publicKey;
+}
+
+async function imageStorageClasses(ctx: OperationContext): Promise<Map<string, string>> {
+  const cfg = ctx.config;
+  const images = cfg.DiskInfo ? cfg.DiskInfo.disks.map((d) => d.imageName).filter(Boolean) : [cfg.ImageName];
+  const classes = new Map<string, string>();
+  for (const image of images) {
+    const { namespace, name } = namespacedName(image, cfg.VMNamespace);
+    const found = await ctx.api.findImage(namespace, name);
+    if (found?.status?.storageClassName) classes.set(`${namespace}/${name}`, found.status.storageClassName);
+  }
+  return classes;
+}
+
+async function createOrContinue(ctx: OperationContext, vm: Vm): Promise<Vm> {
+  try {
+    return await ctx.api.createVm(vm);
+  } catch (err) {
+    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    const existing = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
+    if (existing && isOurAbandonedVm(existing, ctx.config)) {
+      ctx.log.info(`VM ${vmRef(ctx.config)} exists from an earlier attempt; continuing with it`);
+      return existing;
+    }
+    throw new Error(
+      `machine ${ctx.config.MachineName} already exists in namespace ${ctx.config.VMNamespace}`,
+      { cause: err },
+    );
+  }
+}
+
+async function ensureCloudInitSecret(ctx: OperationContext, secret: Secret, vm: Vm): Promise<void> {
+  const owned = withVmOwnerReference(secret, {
+    ...vm,
+    metadata: { ...vm.metadata, name: vm.metadata.name ?? '' },
+  });
+  try {
+    await ctx.api.createSecret(owned);
+  } catch (err) {
+    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    const current = await ctx.api.findSecret(
+      secret.metadata.namespace ?? ctx.config.VMNamespace,
+      secret.metadata.name,
+    );
+    if (current)
+      await ctx.api.updateSecret({
+        ...owned,
+        metadata: { ...owned.metadata, resourceVersion: current.metadata.resourceVersion },
+      });
+  }
+}
+
+export async function createMachine(ctx: OperationContext): Promise<void> {
+  const cfg = ctx.config;
+  await ensureSshKey(ctx);
+  const cloudConfigContent = cfg.CloudConfig
+    ? await fs.readFile(cfg.CloudConfig, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        throw new Error(
+          `--harvester-cloud-config ${cfg.CloudConfig}: cannot read the file (${err.code ?? err.message})`,
+        );
+      })
+    : undefined;
+  const classes = await imageStorageClasses(ctx);
+  const built = buildVirtualMachine(cfg, {
+    ...(cloudConfigContent !== undefined ? { cloudConfigContent } : {}),
+    random: randomSuffix,
+    imageStorageClass: (id) => classes.get(id),
+    cloudInitInSecret: cfg.HarvesterMachine.CloudInitInSecret,
+  });
+  ctx.log.debug(`Creating VM ${vmRef(cfg)}`);
+  const vm = await createOrContinue(ctx, built.vm);
+  if (built.cloudInitSecret) await ensureCloudInitSecret(ctx, built.cloudInitSecret, vm);
+
+  await waitRunning(ctx, 'create');
+  const vmi = await waitForIp(ctx, 'create');
+  const addresses = addressesOf(ctx, vmi);
+  cfg.IPAddress = addresses?.ipv4 ?? addresses?.ipv6 ?? '';
+  cfg.IPv6Address = addresses?.ipv6 ?? '';
+  ctx.log.debug(`Get machine ip: ${cfg.IPAddress}`);
+}

@@ -1,0 +1,95 @@
+// Remove: decide with the pure removal plan which PVCs go, record them on the VM in
+// `harvesterhci.io/removedPersistentVolumeClaims` (Harvester deletes exactly those when
+// the VM goes), delete the VM with Foreground propagation and wait until it is gone.
+// A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
+// a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
+import { KubeError } from '../../kube/errors.js';
+import {
+  planRemoval,
+  removedPvcsAnnotationValue,
+  wantsRemoveAllPvcs,
+  type RemovalPlan,
+} from '../../harvester/removal-plan.js';
+import { ANNOTATION_REMOVED_PVCS } from '../../harvester/labels.js';
+import type { Vm } from '../harvester-api.js';
+import { vmRef, type OperationContext } from './context.js';
+import { waitVmGone } from './waits.js';
+
+const MAX_PLAN_ATTEMPTS = 5;
+
+/** Reads what the plan needs and makes it; no change on Harvester. */
+export async function planMachineRemoval(ctx: OperationContext, vm: Vm): Promise<RemovalPlan> {
+  const ns = ctx.config.VMNamespace;
+  const [vmi, pvcs, vms] = await Promise.all([
+    ctx.api.findVmi(ns, ctx.config.MachineName),
+    ctx.api.listPvcs(ns),
+    ctx.api.listVms(ns),
+  ]);
+  return planRemoval({
+    vm,
+    ...(vmi ? { vmi } : {}),
+    pvcsInNamespace: pvcs,
+    vmsInNamespace: vms,
+    removeAll: wantsRemoveAllPvcs(vm),
+    clusterName: ctx.config.ClusterName,
+  });
+}
+
+/** Records the plan on the VM; re-reads and re-plans when the VM changed meanwhile. */
+async function recordPlan(ctx: OperationContext, first: Vm): Promise<{ vm: Vm; plan: RemovalPlan }> {
+  let vm = first;
+  for (let attempt = 1; ; attempt++) {
+    const plan = await planMachineRemoval(ctx, vm);
+    try {
+      const patched = await ctx.api.patchVmAnnotations(vm, {
+        [ANNOTATION_REMOVED_PVCS]: removedPvcsAnnotationValue(plan),
+      });
+      return { vm: patched, plan };
+    } catch (err) {
+      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= MAX_PLAN_ATTEMPTS) throw err;
+      const fresh = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
+      if (!fresh) return { vm, plan };
+      vm = fresh;
+    }
+  }
+}
+
+/**
+ * After the VM is gone Harvester has deleted the recorded PVCs. One it missed (an older
+ * Harvester, a controller restart) is deleted here, after checking again that no VM
+ * uses it now.
+ */
+async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promise<void> {
+  if (plan.pvcs.length === 0) return;
+  const ns = ctx.config.VMNamespace;
+  const [pvcs, vms] = await Promise.all([ctx.api.listPvcs(ns), ctx.api.listVms(ns)]);
+  const used = new Set(
+    vms.flatMap((v) =>
+      (v.spec.template.spec?.volumes ?? []).map((vol) => vol.persistentVolumeClaim?.claimName),
+    ),
+  );
+  for (const item of plan.pvcs) {
+    const pvc = pvcs.find((p) => p.metadata.name === item.name);
+    if (!pvc || pvc.metadata.deletionTimestamp || used.has(item.name)) continue;
+    ctx.log.info(`Deleting volume ${ns}/${item.name} that Harvester left behind`);
+    await ctx.api.deletePvc(ns, item.name, pvc.metadata.uid);
+  }
+}
+
+export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan | undefined> {
+  const cfg = ctx.config;
+  ctx.log.info('Remove node');
+  const vm = await ctx.api.findVm(cfg.VMNamespace, cfg.MachineName);
+  if (!vm) {
+    ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
+    return undefined;
+  }
+  if (wantsRemoveAllPvcs(vm)) ctx.log.info('Force the removal of all persistent volume claims');
+  const { vm: recorded, plan } = await recordPlan(ctx, vm);
+  ctx.log.debug(`volumes to delete with the VM: ${plan.pvcs.map((p) => p.name).join(', ') || 'none'}`);
+  await ctx.api.deleteVm(recorded);
+  ctx.log.info('Waiting for node removed');
+  await waitVmGone(ctx, 'remove', recorded.metadata.uid);
+  await deleteLeftovers(ctx, plan);
+  return plan;
+}
