@@ -1,0 +1,125 @@
+// The seed's scenario (harvester/harvester#2825): a machine of guest cluster A with a boot
+// disk, two hot-plugged workload volumes and one labelled unattached PVC, next to cluster
+// B's machine and volumes. A whole-cluster removal (Rancher's annotation) leaves none of
+// A's volumes and all of B's; a plain removal (node replacement) deletes only the boot disk.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ANNOTATION_REMOVE_ALL_PVCS } from '../src/harvester/labels.js';
+import { Resources } from '../src/kube/resources.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
+import { useSandbox } from './support/sandbox-fixture.js';
+import { newMachine, tempStore } from './support/machines.js';
+import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
+
+const fixture = useSandbox();
+const store = tempStore();
+const ns = 'default';
+
+interface GuestMachine {
+  name: string;
+  bootDisks: string[];
+  workload: string[];
+  unattached: string;
+  driver: ReturnType<typeof newMachine>['driver'];
+  log: ReturnType<typeof newMachine>['log'];
+}
+
+/** A machine of `cluster` with its boot disk, two hot-plugged workload volumes (one labelled, one
+ *  not, as the released CSI driver leaves them) and one labelled PVC attached to nothing. */
+async function guestMachine(
+  sandbox: Sandbox,
+  kubeconfig: string,
+  cluster: string,
+  name: string,
+): Promise<GuestMachine> {
+  const { admin } = sandbox.harvester;
+  const { driver, log } = newMachine({ name, kubeconfig, storePath: store, clusterName: cluster });
+  await driver.create();
+  const bootDisks = await vmPvcNames(admin, ns, name);
+  for (const disk of bootDisks) await waitPvcExists(admin, ns, disk);
+  const workload = [
+    await sandbox.standIns.csi.createVolume({ namespace: ns, guestCluster: cluster, size: '1Gi' }),
+    await sandbox.standIns.csi.createVolume({ namespace: ns, size: '2Gi' }),
+  ];
+  for (const pvcName of workload)
+    await sandbox.standIns.csi.hotplug({ namespace: ns, vmName: name, pvcName });
+  const unattached = await sandbox.standIns.csi.createVolume({
+    namespace: ns,
+    guestCluster: cluster,
+    size: '1Gi',
+  });
+  return { name, bootDisks, workload, unattached, driver, log };
+}
+
+function volumesOf(m: GuestMachine): string[] {
+  return [...m.bootDisks, ...m.workload, m.unattached];
+}
+
+for (const path of ['direct', 'via Rancher'] as const) {
+  describe(`removal (${path} kubeconfig)`, () => {
+    const kubeconfig = (): string =>
+      path === 'direct'
+        ? fixture.sandbox.kubeconfigs.harvesterDirect
+        : fixture.sandbox.kubeconfigs.harvesterViaRancher;
+    const tag = path === 'direct' ? 'd' : 'r';
+
+    it('deletes every volume of a deleted guest cluster and none of another cluster', async () => {
+      const { sandbox } = fixture;
+      const { admin } = sandbox.harvester;
+      const a = await guestMachine(
+        sandbox,
+        kubeconfig(),
+        `clustera-${tag}`,
+        `clustera-${tag}-pool1-6b7f9-aaaa1`,
+      );
+      const b = await guestMachine(
+        sandbox,
+        kubeconfig(),
+        `clusterb-${tag}`,
+        `clusterb-${tag}-pool1-5c8d2-bbbb1`,
+      );
+      assert.equal(a.bootDisks.length, 1);
+
+      // What Rancher does when the whole cluster is deleted.
+      await admin.patch(
+        Resources.virtualMachine,
+        { namespace: ns, name: a.name },
+        {
+          metadata: { annotations: { [ANNOTATION_REMOVE_ALL_PVCS]: 'true' } },
+        },
+      );
+      await a.driver.remove();
+
+      for (const pvc of volumesOf(a)) await waitPvcGone(admin, ns, pvc);
+      const live = await livePvcs(admin, ns);
+      for (const pvc of volumesOf(b)) assert.ok(live.has(pvc), `cluster B's ${pvc} must stay`);
+      assert.ok(
+        await admin.find(Resources.virtualMachine, { namespace: ns, name: b.name }),
+        'cluster B keeps its VM',
+      );
+      assert.match(
+        a.log.text(),
+        /Remove node\n(.*\n)*Force the removal of all persistent volume claims\n(.*\n)*Waiting for node removed/,
+      );
+      await b.driver.remove();
+    });
+
+    it('keeps the workload volumes when one node is replaced (plain removal)', async () => {
+      const { sandbox } = fixture;
+      const { admin } = sandbox.harvester;
+      const a = await guestMachine(
+        sandbox,
+        kubeconfig(),
+        `clusterc-${tag}`,
+        `clusterc-${tag}-pool1-4d2a7-cccc1`,
+      );
+      await a.driver.remove();
+
+      for (const pvc of a.bootDisks) await waitPvcGone(admin, ns, pvc);
+      const live = await livePvcs(admin, ns);
+      for (const pvc of [...a.workload, a.unattached])
+        assert.ok(live.has(pvc), `workload volume ${pvc} must stay`);
+      assert.doesNotMatch(a.log.text(), /Force the removal/);
+    });
+  });
+}
