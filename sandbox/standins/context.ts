@@ -1,0 +1,64 @@
+// What the stand-in controllers share: the client they write with, the informers they
+// read from, the behaviour knobs tests turn at runtime, and the injected faults.
+import type { KubeClient } from '../../src/kube/client.js';
+import type { Logger } from '../../src/log/logger.js';
+import type { SharedInformers } from './runtime.js';
+
+export interface Delays {
+  /** Time a VMI spends in Pending before Scheduling. */
+  pendingMs: number;
+  /** Time in Scheduling before its launcher pod is bound (Scheduled). */
+  schedulingMs: number;
+  /** Scheduled -> Running. */
+  scheduledMs: number;
+  /** Running -> the guest agent reports IP addresses. */
+  guestAgentMs: number;
+  /** A deleted VMI's guest shutdown, until the VMI finalizes. */
+  shutdownMs: number;
+}
+
+export const DEFAULT_DELAYS: Delays = {
+  pendingMs: 100,
+  schedulingMs: 200,
+  scheduledMs: 500,
+  guestAgentMs: 1_000,
+  shutdownMs: 500,
+};
+
+export interface VmRef {
+  namespace: string;
+  name: string;
+}
+
+export interface Behaviour {
+  delays: Delays;
+  noIp: (vm: VmRef) => boolean;
+}
+
+/** Faults decided out of band: nothing about them is ever written to an object. */
+export class Faults {
+  private readonly heldRemovals = new Set<string>();
+
+  constructor(private readonly onRelease: (key: string) => void) {}
+
+  holdRemoval(namespace: string, vmName: string): void {
+    this.heldRemovals.add(`${namespace}/${vmName}`);
+  }
+
+  releaseRemoval(namespace: string, vmName: string): void {
+    const key = `${namespace}/${vmName}`;
+    if (this.heldRemovals.delete(key)) this.onRelease(key);
+  }
+
+  isRemovalHeld(key: string): boolean {
+    return this.heldRemovals.has(key);
+  }
+}
+
+export interface StandInContext {
+  client: KubeClient;
+  logger: Logger;
+  informers: SharedInformers;
+  behaviour: Behaviour;
+  faults: Faults;
+}

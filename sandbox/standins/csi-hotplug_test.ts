@@ -1,0 +1,169 @@
+// The CSI driver's host-side calls and KubeVirt's declarative hot-plug (spec §3).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubeClient } from '../../src/kube/client.js';
+import { Resources } from '../../src/kube/resources.js';
+import { createNamespace } from '../control-plane/access.js';
+import { useControlPlane } from '../../test/support/control-plane-fixture.js';
+import { hostVolumeSize } from './csi/csi.js';
+import { ExtraResources, Labels } from './names.js';
+import { driverVm, gone, useStandIns, waitUntil } from './testing.js';
+import type { PersistentVolumeClaim, Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
+
+const fixture = useControlPlane({ name: 'standins-csi', crds: 'harvester' });
+
+/** The volume in the VMI spec (SCSI disk) and in volumeStatus as Ready, served by an attachment pod. */
+async function assertHotplugged(
+  client: KubeClient,
+  ns: string,
+  vmi: VirtualMachineInstance,
+  volume: string,
+): Promise<Pod> {
+  assert.ok(
+    vmi.spec.volumes?.some((v) => v.name === volume && v.persistentVolumeClaim?.hotpluggable === true),
+  );
+  assert.ok(vmi.spec.domain.devices?.disks?.some((d) => d.name === volume && d.disk?.bus === 'scsi'));
+  const status = vmi.status?.volumeStatus?.find((vs) => vs.name === volume);
+  assert.ok(status?.hotplugVolume);
+  assert.match(status.hotplugVolume.attachPodName ?? '', /^hp-volume-/);
+  assert.ok(status.hotplugVolume.attachPodUID);
+  assert.equal(status.target, 'sda');
+  assert.equal(status.message, `Successfully attach hotplugged volume ${volume} to VM`);
+  const pod = await client.get<Pod>(ExtraResources.pod, {
+    namespace: ns,
+    name: status.hotplugVolume.attachPodName ?? '',
+  });
+  assert.deepEqual(
+    pod.spec.volumes?.map((v) => v.persistentVolumeClaim?.claimName),
+    [volume],
+  );
+  return pod;
+}
+
+describe('host volume sizes', () => {
+  it('rounds up to 2 MiB with a 10 MiB minimum, as the CSI driver does', () => {
+    const MiB = 1024n * 1024n;
+    assert.equal(hostVolumeSize(1), 10n * MiB);
+    assert.equal(hostVolumeSize('11Mi'), 12n * MiB);
+    assert.equal(hostVolumeSize('1Gi'), 1024n * MiB);
+    assert.equal(hostVolumeSize(1_000_000_000), 954n * MiB);
+  });
+});
+
+describe('CSI stand-in and hot-plug', () => {
+  const s = useStandIns(fixture);
+
+  it('creates host volumes pvc-<uuid>: RWX, Block, rounded size, the guest cluster label only when asked', async () => {
+    const { client, standIns } = s;
+    const ns = await createNamespace(client, 'csi-create');
+    const labelled = await standIns.csi.createVolume({
+      namespace: ns,
+      guestCluster: 'guest-1',
+      size: 1_000_000_000,
+    });
+    const plain = await standIns.csi.createVolume({ namespace: ns, size: '1Gi' });
+    assert.match(labelled, /^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    const a = await waitUntil<PersistentVolumeClaim>(
+      client,
+      Resources.pvc,
+      { namespace: ns, name: labelled },
+      'bound',
+      (p) => p?.status?.phase === 'Bound',
+    );
+    const b = await client.get<PersistentVolumeClaim>(Resources.pvc, { namespace: ns, name: plain });
+    assert.deepEqual(a?.metadata.labels, { [Labels.guestCluster]: 'guest-1' });
+    assert.equal(b.metadata.labels, undefined);
+    assert.deepEqual(a?.spec.accessModes, ['ReadWriteMany']);
+    assert.equal(a?.spec.volumeMode, 'Block');
+    assert.equal(a?.spec.resources?.requests?.storage, '954Mi');
+    assert.equal(a?.spec.storageClassName, 'harvester-longhorn', 'the default class, set by the apiserver');
+  });
+
+  it('hot-plug adds the volume to the VM spec and a volumeStatus with hotplugVolume to the VMI; unplug removes both', async () => {
+    const { client, standIns } = s;
+    const ns = await createNamespace(client, 'hotplug');
+    await client.create(Resources.virtualMachine, driverVm(ns, 'guest-node'));
+    await waitUntil<VirtualMachineInstance>(
+      client,
+      Resources.virtualMachineInstance,
+      { namespace: ns, name: 'guest-node' },
+      'running',
+      (v) => v?.status?.phase === 'Running',
+    );
+    const volume = await standIns.csi.createVolume({ namespace: ns, guestCluster: 'guest-1', size: '1Gi' });
+    await waitUntil<PersistentVolumeClaim>(
+      client,
+      Resources.pvc,
+      { namespace: ns, name: volume },
+      'bound',
+      (p) => p?.status?.phase === 'Bound',
+    );
+    await standIns.csi.hotplug({ namespace: ns, vmName: 'guest-node', pvcName: volume });
+
+    const vm = await client.get<VirtualMachine>(Resources.virtualMachine, {
+      namespace: ns,
+      name: 'guest-node',
+    });
+    assert.deepEqual(vm.spec.template.spec.volumes?.at(-1), {
+      name: volume,
+      persistentVolumeClaim: { claimName: volume, hotpluggable: true },
+    });
+    assert.deepEqual(vm.spec.template.spec.domain.devices?.disks?.at(-1), {
+      name: volume,
+      disk: { bus: 'scsi' },
+    });
+
+    const attached = await waitUntil<VirtualMachineInstance>(
+      client,
+      Resources.virtualMachineInstance,
+      { namespace: ns, name: 'guest-node' },
+      'volume Ready',
+      (v) => v?.status?.volumeStatus?.some((vs) => vs.name === volume && vs.phase === 'Ready') ?? false,
+    );
+    assert.ok(attached);
+    const attachPod = await assertHotplugged(client, ns, attached, volume);
+
+    // Idempotent, as ControllerPublishVolume retries are.
+    await standIns.csi.hotplug({ namespace: ns, vmName: 'guest-node', pvcName: volume });
+    const unchanged = await client.get<VirtualMachine>(Resources.virtualMachine, {
+      namespace: ns,
+      name: 'guest-node',
+    });
+    assert.equal(unchanged.spec.template.spec.volumes?.filter((v) => v.name === volume).length, 1);
+
+    await standIns.csi.unplug({ namespace: ns, vmName: 'guest-node', pvcName: volume });
+    const after = await client.get<VirtualMachine>(Resources.virtualMachine, {
+      namespace: ns,
+      name: 'guest-node',
+    });
+    assert.equal(
+      after.spec.template.spec.volumes?.some((v) => v.name === volume),
+      false,
+    );
+    assert.equal(
+      after.spec.template.spec.domain.devices?.disks?.some((d) => d.name === volume),
+      false,
+    );
+    const detached = await waitUntil<VirtualMachineInstance>(
+      client,
+      Resources.virtualMachineInstance,
+      { namespace: ns, name: 'guest-node' },
+      'volume gone from the VMI',
+      (v) =>
+        v !== undefined &&
+        !v.status?.volumeStatus?.some((vs) => vs.name === volume) &&
+        !v.spec.volumes?.some((x) => x.name === volume),
+    );
+    assert.ok(detached);
+    await waitUntil(
+      client,
+      ExtraResources.pod,
+      { namespace: ns, name: attachPod.metadata.name ?? '' },
+      'attachment pod gone',
+      gone,
+    );
+    // Unplugged, the volume is free again: it can be deleted at once.
+    await client.delete(Resources.pvc, { namespace: ns, name: volume });
+    await waitUntil(client, Resources.pvc, { namespace: ns, name: volume }, 'unplugged PVC deletable', gone);
+  });
+});

@@ -1,0 +1,202 @@
+// Harvester's VM controller (pkg/controller/master/virtualmachine, v1.8.0), the parts the
+// driver depends on: PVCs from the volumeClaimTemplates annotation, the run-strategy
+// annotation, VM template labels synced to the VMI, and the OnRemove handler
+// "VMController.CleanupPVCAndSnapshot" that deletes the PVCs named in
+// removedPersistentVolumeClaims before its finalizer goes.
+// Like wrangler's handlers it reacts to VM events only: a missing image or PVC is not
+// watched for; the VM is looked at again on its next change.
+import { Resources } from '../../../src/kube/resources.js';
+import type { StandInContext } from '../context.js';
+import { Annotations, Finalizers, Labels } from '../names.js';
+import { compareQuantities } from '../quantity.js';
+import { runStrategyOf } from '../kubevirt/run-strategy.js';
+import { Reconciler, keyOf } from '../runtime.js';
+import type {
+  PersistentVolumeClaim,
+  VirtualMachine,
+  VirtualMachineImage,
+  VirtualMachineInstance,
+} from '../types.js';
+import {
+  mergePatchWithRetry,
+  patchFinalizers,
+  refOf,
+  updateWithRetry,
+  withFinalizer,
+  withoutFinalizer,
+} from '../writes.js';
+
+/** Harvester gives up quietly on this error prefix when growing a PVC. */
+const PVC_EXPAND_ERROR_PREFIX = 'PVC_EXPAND';
+
+export function harvesterVmController(ctx: StandInContext): Reconciler {
+  const { client } = ctx;
+  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
+  const pvcs = ctx.informers.get<PersistentVolumeClaim>(Resources.pvc);
+  const images = ctx.informers.get<VirtualMachineImage>(Resources.virtualMachineImage);
+  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
+  const logger = ctx.logger.child({ controller: 'harvester-vm' });
+
+  async function createPvcsFromAnnotation(vm: VirtualMachine): Promise<void> {
+    const raw = vm.metadata.annotations?.[Annotations.volumeClaimTemplates];
+    if (!raw) return;
+    const namespace = vm.metadata.namespace ?? '';
+    for (const template of parseTemplates(raw)) {
+      const name = template.metadata.name ?? '';
+      const imageId = template.metadata.annotations?.[Annotations.imageId];
+      if (imageId !== undefined) {
+        const parts = imageId.split('/');
+        if (parts.length === 2) {
+          const image = images.get(imageId);
+          if (!image) {
+            logger.warn('The corresponding VMImage is not created yet; skipping this PVC', {
+              pvc: name,
+              imageId,
+            });
+            continue;
+          }
+          if (image.spec.backend === 'cdi') {
+            logger.warn('images with the CDI backend (DataVolumes) are not played by the sandbox', {
+              imageId,
+            });
+            continue;
+          }
+        }
+      }
+      const existing = pvcs.get(keyOf(namespace, name));
+      if (!existing) {
+        await client.create<PersistentVolumeClaim>(Resources.pvc, {
+          ...template,
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { ...template.metadata, namespace },
+        });
+        continue;
+      }
+      await growPvc(existing, template);
+    }
+  }
+
+  // Users may resize volumes elsewhere: only a larger request in the template is applied.
+  async function growPvc(existing: PersistentVolumeClaim, template: PersistentVolumeClaim): Promise<void> {
+    const wanted = template.spec.resources?.requests?.storage ?? '0';
+    try {
+      await updateWithRetry(client, Resources.pvc, existing, refOf(existing), (pvc) => {
+        if (compareQuantities(wanted, pvc.spec.resources?.requests?.storage ?? '0') <= 0) return undefined;
+        pvc.spec.resources = { ...pvc.spec.resources, requests: { ...template.spec.resources?.requests } };
+        return pvc;
+      });
+    } catch (err) {
+      if (err instanceof Error && err.message.includes(PVC_EXPAND_ERROR_PREFIX)) {
+        logger.warn('in VM controller, PVC expand error', { error: err.message });
+        return;
+      }
+      throw err;
+    }
+  }
+
+  // A workaround Harvester keeps for kubevirt#7295: remember the strategy before a stop.
+  async function storeRunStrategy(vm: VirtualMachine): Promise<void> {
+    const strategy = runStrategyOf(vm);
+    if (strategy === undefined) {
+      logger.warn('Skip store run strategy to the annotation: running and runStrategy are both set', {
+        vm: keyOf(vm.metadata.namespace, vm.metadata.name),
+      });
+      return;
+    }
+    if (strategy === 'Halted' || vm.metadata.annotations?.[Annotations.vmRunStrategy] === strategy) return;
+    await mergePatchWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) => {
+      const current = runStrategyOf(fresh);
+      if (current === undefined || current === 'Halted') return undefined;
+      if (fresh.metadata.annotations?.[Annotations.vmRunStrategy] === current) return undefined;
+      return { metadata: { annotations: { [Annotations.vmRunStrategy]: current } } };
+    });
+  }
+
+  async function syncLabelsToVmi(vm: VirtualMachine): Promise<void> {
+    const cached = vmis.get(keyOf(vm.metadata.namespace, vm.metadata.name));
+    if (!cached) return;
+    await updateWithRetry(client, Resources.virtualMachineInstance, cached, refOf(cached), (vmi) => {
+      const desired = labelsForVmi(vm, vmi.metadata.labels ?? {});
+      if (sameMap(desired, vmi.metadata.labels ?? {})) return undefined;
+      vmi.metadata.labels = desired;
+      return vmi;
+    });
+  }
+
+  async function cleanupPvcs(vm: VirtualMachine): Promise<void> {
+    const key = keyOf(vm.metadata.namespace, vm.metadata.name);
+    if (!(vm.metadata.finalizers ?? []).includes(Finalizers.harvesterVmCleanup)) return;
+    // An injected fault: the handler fails as it would when Harvester's controller is stuck.
+    if (ctx.faults.isRemovalHeld(key))
+      throw new Error(`cleanupPVCAndSnapshot of VM ${key} is failing (held)`);
+    for (const name of removedPvcNames(vm)) {
+      const deleted = await client.delete(Resources.pvc, { namespace: vm.metadata.namespace ?? '', name });
+      if (deleted) logger.info('deleted PVC removed with its VM', { vm: key, pvc: name });
+    }
+    await patchFinalizers(
+      client,
+      Resources.virtualMachine,
+      vm,
+      withoutFinalizer(Finalizers.harvesterVmCleanup),
+    );
+  }
+
+  return new Reconciler(
+    'harvester-vm',
+    async (key) => {
+      const vm = vms.get(key);
+      if (!vm) return;
+      if (vm.metadata.deletionTimestamp) {
+        await cleanupPvcs(vm);
+        return;
+      }
+      await createPvcsFromAnnotation(vm);
+      await storeRunStrategy(vm);
+      await syncLabelsToVmi(vm);
+      // wrangler's OnRemove registration adds its finalizer on the first change it sees.
+      await patchFinalizers(
+        client,
+        Resources.virtualMachine,
+        vm,
+        withFinalizer(Finalizers.harvesterVmCleanup),
+      );
+    },
+    logger,
+  ).watch(vms);
+}
+
+function parseTemplates(raw: string): PersistentVolumeClaim[] {
+  const parsed = JSON.parse(raw) as unknown;
+  if (!Array.isArray(parsed)) throw new Error(`${Annotations.volumeClaimTemplates} is not a JSON array`);
+  return parsed.map((entry: PersistentVolumeClaim & { targetVolume?: string; status?: unknown }) => {
+    // targetVolume belongs to the annotation entry (storage migration), not to the PVC.
+    const { targetVolume: _targetVolume, status: _status, ...pvc } = entry;
+    return { ...pvc, metadata: { ...pvc.metadata }, spec: { ...pvc.spec } };
+  });
+}
+
+export function removedPvcNames(vm: VirtualMachine): string[] {
+  return (vm.metadata.annotations?.[Annotations.removedPersistentVolumeClaims] ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+}
+
+/** The VMI's labels after Harvester's SyncLabelsToVmi: kubevirt.io/* labels are left alone. */
+function labelsForVmi(vm: VirtualMachine, current: Record<string, string>): Record<string, string> {
+  const template = vm.spec.template.metadata?.labels ?? {};
+  const next: Record<string, string> = {};
+  for (const [k, v] of Object.entries(current)) {
+    if (k.startsWith('kubevirt.io') || k in template) next[k] = v;
+  }
+  for (const [k, v] of Object.entries(template)) if (!k.startsWith('kubevirt.io')) next[k] = v;
+  const maintain = vm.metadata.labels?.[Labels.maintainModeStrategy];
+  if (maintain !== undefined) next[Labels.maintainModeStrategy] = maintain;
+  return next;
+}
+
+function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
+}

@@ -1,0 +1,90 @@
+// Harvester's VMI network handlers (pkg/controller/master/virtualmachine/
+// vmi_network_controller.go, v1.8.0): while a VMI runs, the MAC address of each of its
+// interfaces is remembered on the VM (annotation harvesterhci.io/mac-address); when the
+// VMI goes (OnRemove "VMController.BackfillObservedNetworkMacAddress", so every VMI
+// carries that finalizer), those MACs are written into the VM's interfaces that have
+// none, so that a restarted guest keeps the MAC its DHCP lease is bound to.
+import { Resources } from '../../../src/kube/resources.js';
+import type { StandInContext } from '../context.js';
+import { Annotations, Finalizers } from '../names.js';
+import { Reconciler, keyOf } from '../runtime.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../types.js';
+import {
+  mergePatchWithRetry,
+  patchFinalizers,
+  refOf,
+  updateWithRetry,
+  withFinalizer,
+  withoutFinalizer,
+} from '../writes.js';
+
+export function vmiNetworkController(ctx: StandInContext): Reconciler {
+  const { client } = ctx;
+  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
+  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
+
+  async function rememberMacs(vmi: VirtualMachineInstance, vm: VirtualMachine): Promise<void> {
+    const macs: Record<string, string> = {};
+    for (const iface of vmi.status?.interfaces ?? [])
+      if (iface.mac && iface.name) macs[iface.name] = iface.mac;
+    const sorted = Object.fromEntries(Object.entries(macs).sort(([a], [b]) => (a < b ? -1 : 1)));
+    const value = JSON.stringify(sorted); // what Go's json.Marshal of a map gives
+    await mergePatchWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) =>
+      fresh.metadata.annotations?.[Annotations.macAddress] === value
+        ? undefined
+        : { metadata: { annotations: { [Annotations.macAddress]: value } } },
+    );
+  }
+
+  async function backfillMacs(vmi: VirtualMachineInstance): Promise<void> {
+    const key = keyOf(vmi.metadata.namespace, vmi.metadata.name);
+    const vm = vms.get(key);
+    if (!vm) throw new Error(`virtualmachine.kubevirt.io "${vmi.metadata.name ?? ''}" not found`);
+    // No need to touch a VM that is going too.
+    if (!vm.metadata.deletionTimestamp && vm.metadata.annotations?.[Annotations.macAddress] !== undefined) {
+      await updateWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) => {
+        const raw = fresh.metadata.annotations?.[Annotations.macAddress];
+        if (raw === undefined || fresh.metadata.deletionTimestamp) return undefined;
+        const observed = JSON.parse(raw) as Record<string, string>;
+        let changed = false;
+        for (const iface of fresh.spec.template.spec.domain.devices?.interfaces ?? []) {
+          const mac = observed[iface.name];
+          if (iface.macAddress || mac === undefined) continue;
+          iface.macAddress = mac;
+          changed = true;
+        }
+        return changed ? fresh : undefined;
+      });
+    }
+    await patchFinalizers(
+      client,
+      Resources.virtualMachineInstance,
+      vmi,
+      withoutFinalizer(Finalizers.harvesterVmiMacBackfill),
+    );
+  }
+
+  return new Reconciler(
+    'harvester-vmi-network',
+    async (key) => {
+      const vmi = vmis.get(key);
+      if (!vmi) return;
+      if (vmi.metadata.deletionTimestamp) {
+        if ((vmi.metadata.finalizers ?? []).includes(Finalizers.harvesterVmiMacBackfill))
+          await backfillMacs(vmi);
+        return;
+      }
+      const added = await patchFinalizers(
+        client,
+        Resources.virtualMachineInstance,
+        vmi,
+        withFinalizer(Finalizers.harvesterVmiMacBackfill),
+      );
+      if (added) return;
+      const vm = vms.get(key);
+      if (vm && vmi.status?.phase === 'Running' && (vmi.status.interfaces ?? []).length > 0)
+        await rememberMacs(vmi, vm);
+    },
+    ctx.logger.child({ controller: 'harvester-vmi-network' }),
+  ).watch(vmis);
+}

@@ -1,0 +1,117 @@
+// The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
+// VM, PVC, VMI-network, KeyPair and image controllers, KubeVirt's VM controller and VMI
+// lifecycle (with virt-launcher pods and a kubelet stand-in for them), Longhorn's binding,
+// and the CSI driver's calls. See spec/harvester-kubevirt.md for what each must do.
+import type { KubeClient } from '../../src/kube/client.js';
+import { Resources } from '../../src/kube/resources.js';
+import { silentLogger, type Logger } from '../../src/log/logger.js';
+import {
+  DEFAULT_DELAYS,
+  Faults,
+  type Behaviour,
+  type Delays,
+  type StandInContext,
+  type VmRef,
+} from './context.js';
+import { csiStandIn, type CsiStandIn } from './csi/csi.js';
+import { harvesterPvcController } from './harvester/pvc-controller.js';
+import { imageController } from './harvester/image-controller.js';
+import { keyPairController } from './harvester/keypair-controller.js';
+import { harvesterVmController } from './harvester/vm-controller.js';
+import { vmiNetworkController } from './harvester/vmi-network-controller.js';
+import { sandboxKubelet } from './kubevirt/pods.js';
+import { kubevirtVmController } from './kubevirt/vm-controller.js';
+import { vmiLifecycle } from './kubevirt/vmi-lifecycle.js';
+import { SharedInformers, sleep, type Reconciler } from './runtime.js';
+import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
+
+export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
+export type { Delays, VmRef } from './context.js';
+
+export interface StandInOptions {
+  delays?: Partial<Delays>;
+  /** Per-VM behaviour decided out of band (never by a marker on the objects): no IP ever for some VMs. */
+  noIp?: (vm: VmRef) => boolean;
+  logger?: Logger;
+}
+
+export interface StandIns {
+  /** Changes delays etc. at runtime; VMIs waiting out a delay re-evaluate at once. */
+  configure(options: Partial<StandInOptions>): void;
+  faults: {
+    /** Harvester's VM OnRemove handler fails for this VM until released: it stays Terminating. */
+    holdRemoval(namespace: string, vmName: string): void;
+    releaseRemoval(namespace: string, vmName: string): void;
+  };
+  csi: CsiStandIn;
+  /** Resolves once every controller queue has drained and stayed drained briefly (tests). */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startStandIns(admin: KubeClient, options: StandInOptions = {}): Promise<StandIns> {
+  const logger = options.logger ?? silentLogger;
+  const informers = new SharedInformers(admin, logger);
+  const behaviour: Behaviour = {
+    delays: { ...DEFAULT_DELAYS, ...options.delays },
+    noIp: options.noIp ?? (() => false),
+  };
+  const reconcilers: Reconciler[] = [];
+  const faults = new Faults((key) => harvesterVm.enqueue(key));
+  const ctx: StandInContext = { client: admin, logger, informers, behaviour, faults };
+
+  const harvesterVm = harvesterVmController(ctx);
+  const lifecycle = vmiLifecycle(ctx);
+  reconcilers.push(
+    harvesterVm,
+    harvesterPvcController(ctx),
+    vmiNetworkController(ctx),
+    keyPairController(ctx),
+    imageController(ctx),
+    longhornBinder(ctx),
+    kubevirtVmController(ctx),
+    lifecycle,
+    sandboxKubelet(ctx),
+  );
+
+  await ensureDefaultStorageClass(admin);
+  try {
+    await informers.start();
+  } catch (err) {
+    await informers.stop();
+    await Promise.all(reconcilers.map((r) => r.queue.stop()));
+    throw err;
+  }
+  logger.info('stand-in controllers started', { controllers: reconcilers.map((r) => r.name) });
+
+  return {
+    configure(change) {
+      if (change.delays) behaviour.delays = { ...behaviour.delays, ...change.delays };
+      if (change.noIp) behaviour.noIp = change.noIp;
+      // VMIs sleeping out the old delays look again with the new ones.
+      for (const vmi of informers.get(Resources.virtualMachineInstance).list()) {
+        lifecycle.enqueue(`${vmi.metadata.namespace ?? ''}/${vmi.metadata.name ?? ''}`);
+      }
+    },
+    faults: {
+      holdRemoval: (ns, vm) => faults.holdRemoval(ns, vm),
+      releaseRemoval: (ns, vm) => faults.releaseRemoval(ns, vm),
+    },
+    csi: csiStandIn(admin),
+    async idle() {
+      // Work begets work through watch events, which take a moment to arrive.
+      for (;;) {
+        const before = reconcilers.reduce((n, r) => n + r.processed, 0);
+        await Promise.all(reconcilers.map((r) => r.queue.idle()));
+        await sleep(150);
+        const after = reconcilers.reduce((n, r) => n + r.processed, 0);
+        if (after === before && reconcilers.every((r) => r.queue.length === 0)) return;
+      }
+    },
+    async stop() {
+      await informers.stop();
+      await Promise.all(reconcilers.map((r) => r.queue.stop()));
+      logger.info('stand-in controllers stopped');
+    },
+  };
+}
