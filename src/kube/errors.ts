@@ -102,12 +102,29 @@ export function classifyStatus(statusCode: number, status: KubeStatus | undefine
 export function parseStatusBody(body: string): KubeStatus | undefined {
   try {
     const parsed = JSON.parse(body) as unknown;
-    if (parsed && typeof parsed === 'object') return parsed;
+    if (parsed && typeof parsed === 'object') return fromNormanError(parsed) ?? parsed;
   } catch {
     // not JSON: a proxy or a load balancer answered
   }
   const text = body.trim().slice(0, 300);
   return text ? { message: text } : undefined;
+}
+
+/**
+ * Rancher's own handlers (its /k8s/clusters/<id> proxy among them) answer with a norman API
+ * error, not a Status: {"Code":{"Code":"Forbidden","Status":403},"Message":"...",...}.
+ */
+function fromNormanError(parsed: object): KubeStatus | undefined {
+  const { Code: code, Message: message } = parsed as {
+    Code?: { Code?: unknown; Status?: unknown };
+    Message?: unknown;
+  };
+  if (typeof message !== 'string' || !code || typeof code !== 'object') return undefined;
+  return {
+    message,
+    ...(typeof code.Code === 'string' ? { reason: code.Code } : {}),
+    ...(typeof code.Status === 'number' ? { code: code.Status } : {}),
+  };
 }
 
 const NETWORK_CODES = new Set([

@@ -1,0 +1,178 @@
+// What a fresh Harvester has that the driver relies on, and who may use it: the objects a
+// machine pool points at (an image, a VLAN network, a key pair, the server-version
+// setting, storage classes) and the least-privilege roles the driver's credential needs.
+import crypto from 'node:crypto';
+import type { KubeClient } from '../src/kube/client.js';
+import { KubeError } from '../src/kube/errors.js';
+import { Resources, type KubeObject } from '../src/kube/resources.js';
+
+export const SEED_NAMESPACE = 'default';
+export const SEED_IMAGE = 'image-ubuntu';
+export const SEED_NETWORK = 'vlan1';
+export const SEED_KEYPAIR = 'sandbox-key';
+export const SERVER_VERSION = 'v1.8.0';
+/** Namespaced rules, bound per namespace the driver works in. */
+export const DRIVER_ROLE = 'harvester-machine-driver';
+/** Cluster-scoped reads, bound cluster-wide. */
+export const DRIVER_CLUSTER_ROLE = 'harvester-machine-driver-cluster';
+
+/**
+ * Exactly what the driver does (src/driver/harvester-api.ts) and what Rancher's cleanup
+ * handler does with the same credential (an Update of the VM): nothing else.
+ */
+export const DRIVER_RULES = [
+  {
+    apiGroups: ['kubevirt.io'],
+    resources: ['virtualmachines'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+  },
+  { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['get', 'list', 'watch'] },
+  {
+    apiGroups: ['subresources.kubevirt.io'],
+    resources: ['virtualmachines/start', 'virtualmachines/stop', 'virtualmachines/restart'],
+    verbs: ['update'],
+  },
+  // Volumes: read to plan a removal, delete the ones a whole-cluster removal owns.
+  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'delete'] },
+  // The cloud-init Secret of a VM (user data over 2048 bytes).
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: ['harvesterhci.io'], resources: ['virtualmachineimages', 'keypairs'], verbs: ['get'] },
+  { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get'] },
+];
+
+export const DRIVER_CLUSTER_RULES = [
+  { apiGroups: ['harvesterhci.io'], resources: ['settings'], verbs: ['get'] },
+  { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get'] },
+];
+
+async function createIfAbsent<T extends KubeObject>(
+  client: KubeClient,
+  type: Parameters<KubeClient['create']>[0],
+  obj: T,
+): Promise<void> {
+  try {
+    await client.create<T>(type, obj);
+  } catch (err) {
+    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+  }
+}
+
+/** An ed25519 key pair; the public half in OpenSSH's one-line format. */
+export function sandboxSshKey(): { publicKey: string; privateKeyPem: string } {
+  const { publicKey, privateKey } = crypto.generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  const field = (b: Buffer): Buffer => Buffer.concat([Buffer.from([0, 0, 0, b.length]), b]);
+  const wire = Buffer.concat([field(Buffer.from('ssh-ed25519')), field(raw)]);
+  return {
+    publicKey: `ssh-ed25519 ${wire.toString('base64')} harvester-machine-sandbox`,
+    privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+  };
+}
+
+const rbac = (kind: string, body: Record<string, unknown>): KubeObject =>
+  ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind, ...body }) as unknown as KubeObject;
+
+export async function seedDriverRoles(admin: KubeClient): Promise<void> {
+  await createIfAbsent(
+    admin,
+    Resources.clusterRole,
+    rbac('ClusterRole', { metadata: { name: DRIVER_ROLE }, rules: DRIVER_RULES }),
+  );
+  await createIfAbsent(
+    admin,
+    Resources.clusterRole,
+    rbac('ClusterRole', { metadata: { name: DRIVER_CLUSTER_ROLE }, rules: DRIVER_CLUSTER_RULES }),
+  );
+}
+
+/** Lets a user drive machines in these namespaces (and read the cluster-wide settings it needs). */
+export async function grantDriverAccess(
+  admin: KubeClient,
+  username: string,
+  namespaces: string[],
+): Promise<void> {
+  const id = crypto.createHash('sha256').update(username).digest('hex').slice(0, 10);
+  const subjects = [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: username }];
+  await createIfAbsent(
+    admin,
+    Resources.clusterRoleBinding,
+    rbac('ClusterRoleBinding', {
+      metadata: { name: `${DRIVER_CLUSTER_ROLE}-${id}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: DRIVER_CLUSTER_ROLE },
+      subjects,
+    }),
+  );
+  for (const namespace of namespaces) {
+    await createIfAbsent(
+      admin,
+      Resources.roleBinding,
+      rbac('RoleBinding', {
+        metadata: { name: `${DRIVER_ROLE}-${id}`, namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: DRIVER_ROLE },
+        subjects,
+      }),
+    );
+  }
+}
+
+/** The objects a machine pool refers to; the stand-ins then import the image and validate the key. */
+export async function seedHarvester(admin: KubeClient, publicKey: string): Promise<void> {
+  const ns = SEED_NAMESPACE;
+  await createIfAbsent(admin, Resources.storageClass, {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'longhorn' },
+    provisioner: 'driver.longhorn.io',
+    allowVolumeExpansion: true,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    parameters: { numberOfReplicas: '3', staleReplicaTimeout: '30', migratable: 'true' },
+  } as KubeObject);
+  await createIfAbsent(admin, Resources.setting, {
+    apiVersion: 'harvesterhci.io/v1beta1',
+    kind: 'Setting',
+    metadata: { name: 'server-version' },
+    value: SERVER_VERSION,
+    default: SERVER_VERSION,
+  } as KubeObject);
+  await createIfAbsent(admin, Resources.virtualMachineImage, {
+    apiVersion: 'harvesterhci.io/v1beta1',
+    kind: 'VirtualMachineImage',
+    metadata: { name: SEED_IMAGE, namespace: ns },
+    spec: {
+      displayName: 'ubuntu-22.04-server-cloudimg-amd64.img',
+      sourceType: 'download',
+      url: 'https://images.sandbox.invalid/ubuntu-22.04-server-cloudimg-amd64.img',
+    },
+  } as KubeObject);
+  await createIfAbsent(admin, Resources.networkAttachmentDefinition, {
+    apiVersion: 'k8s.cni.cncf.io/v1',
+    kind: 'NetworkAttachmentDefinition',
+    metadata: {
+      name: SEED_NETWORK,
+      namespace: ns,
+      labels: {
+        'network.harvesterhci.io/type': 'L2VlanNetwork',
+        'network.harvesterhci.io/clusternetwork': 'mgmt',
+        'network.harvesterhci.io/vlan-id': '1',
+      },
+    },
+    spec: {
+      config: JSON.stringify({
+        cniVersion: '0.3.1',
+        name: SEED_NETWORK,
+        type: 'bridge',
+        bridge: 'mgmt-br',
+        promiscMode: true,
+        vlan: 1,
+        ipam: {},
+      }),
+    },
+  } as KubeObject);
+  await createIfAbsent(admin, Resources.keyPair, {
+    apiVersion: 'harvesterhci.io/v1beta1',
+    kind: 'KeyPair',
+    metadata: { name: SEED_KEYPAIR, namespace: ns },
+    spec: { publicKey },
+  } as KubeObject);
+}

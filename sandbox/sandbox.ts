@@ -1,0 +1,256 @@
+// The whole sandbox: a Harvester (real control plane + stand-in controllers) and Rancher's
+// local cluster (real control plane), the front proxy that plays virt-api and Rancher's
+// /k8s/clusters/<id> proxy, the objects a machine pool refers to, and three credentials:
+// - harvesterDirect: a Harvester user's own kubeconfig (proxy URL, bootstrap token that
+//   expires when you say), as a Harvester "download kubeconfig" would be;
+// - harvesterViaRancher: the kubeconfig Rancher generates for the Harvester cluster
+//   (…/k8s/clusters/<clusterId>, Rancher token), also saved as a Harvester cloud credential;
+// - rancherLocal: admin of Rancher's local cluster (where the cleanup controller runs).
+import type { KubeClient } from '../src/kube/client.js';
+import { silentLogger, type Logger } from '../src/log/logger.js';
+import { createTokenUser, setTokenExpiry, tokenKubeconfig, type TokenUser } from './control-plane/access.js';
+import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
+import { installCrds } from './crds/install.js';
+import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
+import { authorize, type Attributes } from './proxy/identity.js';
+import { createRancherCluster } from './rancher/cluster.js';
+import {
+  harvesterCloudCredential,
+  rancherKubeconfig,
+  saveHarvesterCloudCredential,
+} from './rancher/credentials.js';
+import { createRancherToken, newRancherUserId, type RancherToken } from './rancher/tokens.js';
+import {
+  SEED_IMAGE,
+  SEED_KEYPAIR,
+  SEED_NAMESPACE,
+  SEED_NETWORK,
+  grantDriverAccess,
+  sandboxSshKey,
+  seedDriverRoles,
+  seedHarvester,
+} from './sandbox-seeds.js';
+import { startStandIns, type StandInOptions, type StandIns } from './standins/index.js';
+
+const DAY = 24 * 3_600_000;
+
+/**
+ * New RBAC reaches the authorizer through an informer a moment after it is written: waits
+ * (up to 10 s) until it decides as granted, so a credential handed out works at once.
+ */
+async function untilAuthorized(admin: KubeClient, username: string, attributes: Attributes): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (await authorize(admin, { username, groups: ['system:authenticated'] }, attributes)) {
+    if (Date.now() > deadline)
+      throw new Error(`sandbox: access granted to ${username} did not take effect within 10 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export interface SandboxOptions {
+  /** The Harvester cluster's id in Rancher (default c-m-sandbox). */
+  clusterId?: string;
+  /** Its display name in Rancher, which names the kubeconfig's cluster/context (default harvester). */
+  clusterName?: string;
+  /** Namespaces the sandbox's users may drive machines in (default ["default"]). */
+  namespaces?: string[];
+  /** Lifetime of the initial direct user's bootstrap token (default 30 days). */
+  directUserTtlMs?: number;
+  /** TTL of the initial Rancher token (default 30 days, Rancher's kubeconfig default). */
+  rancherTokenTtlMs?: number;
+  standIns?: Omit<StandInOptions, 'logger'>;
+  logger?: Logger;
+}
+
+export interface DirectUser extends TokenUser {
+  /** Proxy URL, the Harvester CA, this user's bootstrap token. */
+  kubeconfig: string;
+  /** Moves the token's expiry (the apiserver may accept it for ~10 s more: token cache). */
+  setExpiry(expiresAt: Date): Promise<void>;
+}
+
+export interface SandboxRancherToken extends RancherToken {
+  /** As Rancher's generateKubeconfig returns it. */
+  kubeconfig: string;
+}
+
+export interface Sandbox {
+  harvester: ControlPlane;
+  rancher: ControlPlane;
+  standIns: StandIns;
+  proxy: FrontProxy;
+  clusterId: string;
+  kubeconfigs: { harvesterDirect: string; harvesterViaRancher: string; rancherLocal: string };
+  directUser: DirectUser;
+  rancherToken: SandboxRancherToken;
+  /** The Harvester cloud credential in Rancher holding harvesterViaRancher. */
+  cloudCredential: { namespace: string; name: string };
+  seeds: { namespace: string; image: string; network: string; keyPair: string; sshPrivateKeyPem: string };
+  newDirectUser(opts: { expiresAt: Date; namespaces?: string[] }): Promise<DirectUser>;
+  /** A new Rancher token (and kubeconfig) for a Rancher user with the driver's access (a new user by default). */
+  newRancherToken(opts: {
+    ttlMs: number;
+    userId?: string;
+    namespaces?: string[];
+  }): Promise<SandboxRancherToken>;
+  /**
+   * Renew in Rancher's UI: a new token for the credential's user, its kubeconfig saved into the
+   * same cloud credential (the old token is left as it was). Resolves with the new token.
+   */
+  renewCloudCredential(opts?: { ttlMs?: number }): Promise<SandboxRancherToken>;
+  /** Lets a user (bootstrap system:bootstrap:<id>, or Rancher u-xxxxx) drive machines in more namespaces. */
+  grantDriverAccess(username: string, namespaces: string[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
+  const logger = opts.logger ?? silentLogger;
+  const clusterId = opts.clusterId ?? 'c-m-sandbox';
+  const clusterName = opts.clusterName ?? 'harvester';
+  const namespaces = opts.namespaces ?? [SEED_NAMESPACE];
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        logger.warn('sandbox: stopping a component failed', { error: (err as Error).message });
+      }
+    }
+  };
+
+  try {
+    const started = Date.now();
+    const [harvester, rancher] = await Promise.all([
+      startControlPlane({ name: 'harvester' }).then((cp) => (stops.push(() => cp.stop()), cp)),
+      startControlPlane({ name: 'rancher' }).then((cp) => (stops.push(() => cp.stop()), cp)),
+    ]);
+    logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
+    await Promise.all([installCrds(harvester.admin, 'harvester'), installCrds(rancher.admin, 'rancher')]);
+    const ssh = sandboxSshKey();
+    await seedDriverRoles(harvester.admin);
+    await seedHarvester(harvester.admin, ssh.publicKey);
+    await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });
+
+    const standIns = await startStandIns(harvester.admin, { ...opts.standIns, logger });
+    stops.push(() => standIns.stop());
+    const proxy = await startFrontProxy({ harvester, rancher, clusterId, logger });
+    stops.push(() => proxy.stop());
+
+    const admin: KubeClient = harvester.admin;
+    const untilDriverAccess = async (username: string, where: string[]): Promise<void> => {
+      await untilAuthorized(admin, username, {
+        resource: { verb: 'get', group: 'harvesterhci.io', resource: 'settings', name: 'server-version' },
+      });
+      for (const namespace of where) {
+        await untilAuthorized(admin, username, {
+          resource: { verb: 'create', group: 'kubevirt.io', resource: 'virtualmachines', namespace },
+        });
+      }
+    };
+    const newDirectUser = async (o: { expiresAt: Date; namespaces?: string[] }): Promise<DirectUser> => {
+      const user = await createTokenUser(admin, { expiresAt: o.expiresAt });
+      await grantDriverAccess(admin, user.username, o.namespaces ?? namespaces);
+      await untilDriverAccess(user.username, o.namespaces ?? namespaces);
+      const kubeconfig = tokenKubeconfig({
+        name: clusterName,
+        server: proxy.url,
+        caPem: proxy.caPem,
+        token: user.token,
+      });
+      const direct: DirectUser = {
+        ...user,
+        kubeconfig,
+        setExpiry: async (expiresAt) => {
+          await setTokenExpiry(admin, user, expiresAt);
+          direct.expiresAt = expiresAt;
+        },
+      };
+      return direct;
+    };
+    const newRancherToken = async (o: {
+      ttlMs: number;
+      userId?: string;
+      namespaces?: string[];
+    }): Promise<SandboxRancherToken> => {
+      const userId = o.userId ?? newRancherUserId();
+      const token = await createRancherToken(rancher.admin, { userId, ttlMs: o.ttlMs, clusterId });
+      await grantDriverAccess(admin, userId, o.namespaces ?? namespaces);
+      await untilAuthorized(rancher.admin, userId, {
+        resource: { verb: 'get', group: 'management.cattle.io', resource: 'clusters', name: clusterId },
+      });
+      await untilDriverAccess(userId, o.namespaces ?? namespaces);
+      const kubeconfig = rancherKubeconfig({
+        proxyUrl: proxy.url,
+        clusterId,
+        caPem: proxy.caPem,
+        token: token.token,
+        clusterName,
+      });
+      return { ...token, kubeconfig };
+    };
+
+    const directUser = await newDirectUser({
+      expiresAt: new Date(Date.now() + (opts.directUserTtlMs ?? 30 * DAY)),
+    });
+    const rancherToken = await newRancherToken({ ttlMs: opts.rancherTokenTtlMs ?? 30 * DAY });
+    const cloudCredential = { namespace: 'cattle-global-data', name: 'cc-harvester-sandbox' };
+    const saveCredential = async (token: SandboxRancherToken): Promise<void> => {
+      await saveHarvesterCloudCredential(
+        rancher.admin,
+        harvesterCloudCredential({
+          name: cloudCredential.name,
+          kubeconfig: token.kubeconfig,
+          clusterId,
+          displayName: clusterName,
+          ...(token.expiresAt ? { expiresAt: token.expiresAt } : {}),
+        }),
+      );
+    };
+    await saveCredential(rancherToken);
+    // The image is usable once imported and the key pair once validated (stand-ins' work).
+    await standIns.idle();
+    logger.info('sandbox: up', { proxy: proxy.url, clusterId, seconds: (Date.now() - started) / 1000 });
+
+    return {
+      harvester,
+      rancher,
+      standIns,
+      proxy,
+      clusterId,
+      kubeconfigs: {
+        harvesterDirect: directUser.kubeconfig,
+        harvesterViaRancher: rancherToken.kubeconfig,
+        rancherLocal: rancher.adminKubeconfig,
+      },
+      directUser,
+      rancherToken,
+      cloudCredential,
+      seeds: {
+        namespace: SEED_NAMESPACE,
+        image: SEED_IMAGE,
+        network: SEED_NETWORK,
+        keyPair: SEED_KEYPAIR,
+        sshPrivateKeyPem: ssh.privateKeyPem,
+      },
+      newDirectUser,
+      newRancherToken,
+      renewCloudCredential: async (o = {}) => {
+        const renewed = await newRancherToken({
+          ttlMs: o.ttlMs ?? opts.rancherTokenTtlMs ?? 30 * DAY,
+          userId: rancherToken.userId,
+        });
+        await saveCredential(renewed);
+        return renewed;
+      },
+      grantDriverAccess: async (username, more) => {
+        await grantDriverAccess(admin, username, more);
+        await untilDriverAccess(username, more);
+      },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
