@@ -35,8 +35,11 @@ export async function planMachineRemoval(ctx: OperationContext, vm: Vm): Promise
   });
 }
 
-/** Records the plan on the VM; re-reads and re-plans when the VM changed meanwhile. */
-async function recordPlan(ctx: OperationContext, first: Vm): Promise<{ vm: Vm; plan: RemovalPlan }> {
+/**
+ * Records the plan on the VM; re-reads and re-plans when the VM changed meanwhile.
+ * Undefined when the VM went away meanwhile (an earlier removal finished).
+ */
+async function recordPlan(ctx: OperationContext, first: Vm): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
   let vm = first;
   for (let attempt = 1; ; attempt++) {
     const plan = await planMachineRemoval(ctx, vm);
@@ -46,9 +49,10 @@ async function recordPlan(ctx: OperationContext, first: Vm): Promise<{ vm: Vm; p
       });
       return { vm: patched, plan };
     } catch (err) {
+      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
       if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= MAX_PLAN_ATTEMPTS) throw err;
       const fresh = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
-      if (!fresh) return { vm, plan };
+      if (!fresh) return undefined;
       vm = fresh;
     }
   }
@@ -85,7 +89,12 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
     return undefined;
   }
   if (wantsRemoveAllPvcs(vm)) ctx.log.info('Force the removal of all persistent volume claims');
-  const { vm: recorded, plan } = await recordPlan(ctx, vm);
+  const recordedPlan = await recordPlan(ctx, vm);
+  if (!recordedPlan) {
+    ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
+    return undefined;
+  }
+  const { vm: recorded, plan } = recordedPlan;
   ctx.log.debug(`volumes to delete with the VM: ${plan.pvcs.map((p) => p.name).join(', ') || 'none'}`);
   await ctx.api.deleteVm(recorded);
   ctx.log.info('Waiting for node removed');

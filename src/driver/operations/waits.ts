@@ -76,12 +76,24 @@ export async function waitStopped(ctx: OperationContext, operation: string): Pro
   });
 }
 
+/** Who is behind the finalizers a VM can be stuck on, for the operator reading the error. */
+const FINALIZER_MEANING: Record<string, string> = {
+  foregroundDeletion: 'its dependents (the VM instance, the cloud-init Secret) are still being deleted',
+  'wrangler.cattle.io/VMController.CleanupPVCAndSnapshot': "Harvester's VM controller has not finished deleting its volumes and snapshots",
+  'kubevirt.io/virtualMachineControllerFinalize': "KubeVirt's VM controller has not finished",
+};
+
+function describeFinalizer(name: string): string {
+  const meaning = FINALIZER_MEANING[name];
+  return meaning ? `${name} (${meaning})` : name;
+}
+
 function describeVmRemoval(vm: Vm | undefined): string {
   if (!vm) return 'gone';
   if (!vm.metadata.deletionTimestamp) return 'not marked for deletion';
   const finalizers = vm.metadata.finalizers ?? [];
   return finalizers.length > 0
-    ? `still terminating, held by finalizer${finalizers.length === 1 ? '' : 's'} ${finalizers.join(', ')}`
+    ? `still terminating, held by finalizer${finalizers.length === 1 ? '' : 's'} ${finalizers.map(describeFinalizer).join(', ')}`
     : 'terminating';
 }
 
