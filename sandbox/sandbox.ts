@@ -121,12 +121,18 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
 
   try {
     const started = Date.now();
+    // CRDs go in before each controller manager starts, so its garbage collector knows them.
     const [harvester, rancher] = await Promise.all([
-      startControlPlane({ name: 'harvester' }).then((cp) => (stops.push(() => cp.stop()), cp)),
-      startControlPlane({ name: 'rancher' }).then((cp) => (stops.push(() => cp.stop()), cp)),
+      startControlPlane({
+        name: 'harvester',
+        beforeControllerManager: async (admin) => void (await installCrds(admin, 'harvester')),
+      }).then((cp) => (stops.push(() => cp.stop()), cp)),
+      startControlPlane({
+        name: 'rancher',
+        beforeControllerManager: async (admin) => void (await installCrds(admin, 'rancher')),
+      }).then((cp) => (stops.push(() => cp.stop()), cp)),
     ]);
     logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
-    await Promise.all([installCrds(harvester.admin, 'harvester'), installCrds(rancher.admin, 'rancher')]);
     const ssh = sandboxSshKey();
     await seedDriverRoles(harvester.admin);
     await seedHarvester(harvester.admin, ssh.publicKey);

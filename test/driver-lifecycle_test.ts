@@ -32,8 +32,8 @@ for (const path of ['direct', 'via Rancher'] as const) {
       assert.match(driver.config.IPAddress, /^\d+\.\d+\.\d+\.\d+$/);
       assert.equal(await driver.getState(), MachineState.Running);
       assert.equal(await driver.getIP(), driver.config.IPAddress);
-      // The sandbox guest has only a link-local IPv6 address, which is no node address.
-      await assert.rejects(driver.getIPv6(), /IPv6 address is not set/);
+      // The guest network is dual-stack: a global IPv6 address besides the link-local one.
+      assert.match(await driver.getIPv6(), /^fd20:172:20::[0-9a-f]+$/);
       assert.equal(await driver.getURL(), `tcp://${driver.config.IPAddress}:2376`);
       assert.equal(await driver.getSSHHostname(), driver.config.IPAddress);
       const vm = await admin.get<KubeObject>(Resources.virtualMachine, { namespace: 'default', name });

@@ -23,6 +23,12 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Fixed apiserver port (default: a free one). */
   apiserverPort?: number;
+  /**
+   * Runs once the apiserver is ready and before kube-controller-manager starts. Install
+   * CRDs here: the garbage collector learns new kinds only on its 30 s discovery pass, so
+   * a Foreground deletion of a kind installed later stalls until then.
+   */
+  beforeControllerManager?: (admin: KubeClient) => Promise<void>;
 }
 
 export interface ControlPlane {
@@ -133,6 +139,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       await p.stop();
     };
     await startApiserver();
+    await options.beforeControllerManager?.(admin);
 
     if (options.controllerManager !== false) {
       const kcmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');

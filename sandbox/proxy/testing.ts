@@ -25,10 +25,13 @@ export function useFrontProxy(): ProxyFixture {
   let proxy: FrontProxy | undefined;
   before(async () => {
     [harvester, rancher] = await Promise.all([
-      startControlPlane({ name: 'proxy-harvester' }),
+      startControlPlane({
+        name: 'proxy-harvester',
+        beforeControllerManager: async (admin) => void (await installCrds(admin, 'harvester')),
+      }),
       startControlPlane({ name: 'proxy-rancher', controllerManager: false }),
     ]);
-    await Promise.all([installCrds(harvester.admin, 'harvester'), installCrds(rancher.admin, 'rancher')]);
+    await installCrds(rancher.admin, 'rancher');
     await createRancherCluster(rancher.admin, { clusterId: TEST_CLUSTER_ID, displayName: 'harvester' });
     proxy = await startFrontProxy({ harvester, rancher, clusterId: TEST_CLUSTER_ID });
   });

@@ -62,7 +62,8 @@ function assertGuestAgentInterfaces(instance: VirtualMachineInstance): void {
   assert.match(nic.mac ?? '', /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
   assert.match(nic.ipAddress ?? '', /^\d+\.\d+\.\d+\.\d+$/);
   assert.equal(nic.ipAddresses?.[0], nic.ipAddress);
-  assert.match(nic.ipAddresses?.[1] ?? '', /^fe80::/);
+  assert.match(nic.ipAddresses?.[1] ?? '', /^fd20:172:20::/);
+  assert.match(nic.ipAddresses?.[2] ?? '', /^fe80::/);
   assert.equal(nic.interfaceName, 'eth0');
   assert.equal(nic.infoSource, 'domain, guest-agent');
 }

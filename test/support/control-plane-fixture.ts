@@ -18,8 +18,13 @@ export function useControlPlane(
 ): ControlPlaneFixture {
   let cp: ControlPlane | undefined;
   before(async () => {
-    cp = await startControlPlane(options);
-    if (options.crds !== false) await installCrds(cp.admin, options.crds ?? 'all');
+    const crds = options.crds;
+    cp = await startControlPlane({
+      ...options,
+      ...(crds !== false
+        ? { beforeControllerManager: (admin) => installCrds(admin, crds ?? 'all').then(() => undefined) }
+        : {}),
+    });
   });
   after(async () => {
     await cp?.stop();

@@ -210,7 +210,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
     await writeStatus(vmi, (s, v) => {
       const next = { ...s, volumeStatus: volumeStatuses(v, world(v, launcher, true)) };
       if (agentWait === 0) {
-        next.interfaces = withGuestAgentData(s.interfaces ?? [], () => addresses.ipv4());
+        next.interfaces = withGuestAgentData(s.interfaces ?? [], () => addresses.allocate());
         next.conditions = upsertCondition(s.conditions, {
           type: 'AgentConnected',
           status: 'True',
@@ -352,12 +352,15 @@ function randomMac(): string {
   return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
 }
 
-/** DHCP on the guest network, reduced to: every interface gets an address no other has. */
+/** DHCP and SLAAC on a dual-stack guest network, reduced to: every interface gets addresses no other has. */
 class AddressPool {
   private next = 10;
 
-  ipv4(): string {
+  allocate(): { ipv4: string; ipv6: string } {
     const n = this.next++;
-    return `172.20.${Math.floor(n / 250) % 256}.${(n % 250) + 2}`;
+    return {
+      ipv4: `172.20.${Math.floor(n / 250) % 256}.${(n % 250) + 2}`,
+      ipv6: `fd20:172:20::${n.toString(16)}`,
+    };
   }
 }

@@ -168,18 +168,19 @@ export function domainInterfaces(
   }));
 }
 
-/** What the guest agent adds: addresses (IPv4 first, then the IPv6 link-local) and the guest's name. */
+/** What the guest agent adds: addresses (IPv4 first, then a global IPv6 and the link-local one) and the guest's name. */
 export function withGuestAgentData(
   interfaces: VmiInterfaceStatus[],
-  ipv4For: (index: number) => string,
+  addressesFor: (index: number) => { ipv4: string; ipv6: string },
 ): VmiInterfaceStatus[] {
   return interfaces.map((iface, i) => {
     if (iface.ipAddress) return iface;
-    const v4 = ipv4For(i);
+    const { ipv4: v4, ipv6: v6 } = addressesFor(i);
     return {
       ...iface,
       ipAddress: v4,
-      ipAddresses: [v4, linkLocalFromMac(iface.mac ?? '')],
+      // A dual-stack guest network: DHCP gives IPv4, router advertisements a global IPv6.
+      ipAddresses: [v4, v6, linkLocalFromMac(iface.mac ?? '')],
       interfaceName: `eth${i}`,
       infoSource: 'domain, guest-agent',
     };

@@ -1,0 +1,235 @@
+// A Rancher-provisioned guest cluster as it stands once created, for tests and benchmarks:
+// the provisioning Cluster with its pools, the CAPI Cluster, and per machine the CAPI
+// Machine, the HarvesterMachine (labels, owner, the pool's credential in spec.common, as
+// Rancher's template sets it) and the `<m>-machine-state` Secret with the saved driver
+// config; and, on Harvester, each machine's VM as the driver builds it. Finalizers are set
+// at creation, as the controllers that own them would have, so deletion is gated at once.
+import crypto from 'node:crypto';
+import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
+import {
+  ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP,
+  CAPI_LABEL_CLUSTER_NAME,
+  isValidLabelValue,
+} from '../../src/harvester/labels.js';
+import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { machineDeploymentName, rancherInstanceName } from '../../src/controller/rancher-names.js';
+import {
+  FINALIZER_CAPI_CLUSTER,
+  FINALIZER_CAPI_MACHINE,
+  FINALIZER_HARVESTER_MACHINE,
+  FINALIZER_PROVISIONING_CLUSTER,
+} from './capi-standin.js';
+import { machineStateSecret } from './machine-state.js';
+
+export interface GuestPool {
+  name: string;
+  quantity: number;
+  /** "cattle-global-data:cc-x": a pool-level credential. */
+  credential?: string;
+  /** Fixed machine names (default `<cluster>-<pool>-<hash>-<random>`). */
+  machineNames?: string[];
+}
+
+export interface GuestClusterSpec {
+  namespace: string;
+  name: string;
+  clusterCredential?: string;
+  pools: GuestPool[];
+  vmNamespace: string;
+  optOut?: boolean;
+}
+
+export interface GuestMachine {
+  name: string;
+  pool: string;
+  /** The VM's name: SafeConcatName of the machine name. */
+  instanceName: string;
+}
+
+const rand = (n: number): string => crypto.randomBytes(n).toString('hex').slice(0, n);
+
+export async function createGuestCluster(
+  rancher: KubeClient,
+  spec: GuestClusterSpec,
+  savedKubeconfig = '',
+): Promise<GuestMachine[]> {
+  const { namespace, name } = spec;
+  const annotations = spec.optOut ? { [ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]: 'true' } : {};
+  await rancher.create<KubeObject>(Resources.provisioningCluster, {
+    apiVersion: 'provisioning.cattle.io/v1',
+    kind: 'Cluster',
+    metadata: { name, namespace, finalizers: [FINALIZER_PROVISIONING_CLUSTER], annotations },
+    spec: {
+      ...(spec.clusterCredential ? { cloudCredentialSecretName: spec.clusterCredential } : {}),
+      rkeConfig: {
+        machinePools: spec.pools.map((p) => ({
+          name: p.name,
+          quantity: p.quantity,
+          workerRole: true,
+          machineConfigRef: { kind: 'HarvesterConfig', name: `nc-${name}-${p.name}` },
+          ...(p.credential ? { cloudCredentialSecretName: p.credential } : {}),
+        })),
+      },
+    },
+  } as KubeObject);
+  await rancher.create<KubeObject>(Resources.capiCluster, {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Cluster',
+    metadata: {
+      name,
+      namespace,
+      finalizers: [FINALIZER_CAPI_CLUSTER],
+      labels: { 'rke.cattle.io/cluster-name': name },
+    },
+    spec: {},
+  } as KubeObject);
+  const machines: GuestMachine[] = [];
+  for (const pool of spec.pools) {
+    const hash = rand(8);
+    for (let i = 0; i < pool.quantity; i++) {
+      const machineName = pool.machineNames?.[i] ?? `${name}-${pool.name}-${hash}-${rand(5)}`;
+      await createMachine(rancher, spec, pool, machineName, savedKubeconfig);
+      machines.push({ name: machineName, pool: pool.name, instanceName: rancherInstanceName(machineName) });
+    }
+  }
+  return machines;
+}
+
+async function createMachine(
+  rancher: KubeClient,
+  spec: GuestClusterSpec,
+  pool: GuestPool,
+  machineName: string,
+  savedKubeconfig: string,
+): Promise<void> {
+  const { namespace, name } = spec;
+  const labels = {
+    [CAPI_LABEL_CLUSTER_NAME]: name,
+    'rke.cattle.io/cluster-name': name,
+    'cluster.x-k8s.io/deployment-name': machineDeploymentName(name, pool.name),
+    'rke.cattle.io/rke-machine-pool-name': pool.name,
+    'node-role.kubernetes.io/worker': 'true',
+  };
+  const machine = await rancher.create<KubeObject>(Resources.capiMachine, {
+    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    kind: 'Machine',
+    metadata: { name: machineName, namespace, labels, finalizers: [FINALIZER_CAPI_MACHINE] },
+    spec: {
+      clusterName: name,
+      bootstrap: { dataSecretName: `${machineName}-bootstrap` },
+      infrastructureRef: {
+        apiVersion: 'rke-machine.cattle.io/v1',
+        kind: 'HarvesterMachine',
+        name: machineName,
+        namespace,
+      },
+    },
+  } as KubeObject);
+  const hm = await rancher.create<KubeObject>(Resources.harvesterMachine, {
+    apiVersion: 'rke-machine.cattle.io/v1',
+    kind: 'HarvesterMachine',
+    metadata: {
+      name: machineName,
+      namespace,
+      // Label values stop at 63 characters: a longer name is found through the owner reference.
+      labels: isValidLabelValue(machineName)
+        ? { ...labels, 'rke.cattle.io/capi-machine-name': machineName }
+        : labels,
+      finalizers: [FINALIZER_HARVESTER_MACHINE],
+      ownerReferences: [
+        {
+          apiVersion: 'cluster.x-k8s.io/v1beta1',
+          kind: 'Machine',
+          name: machineName,
+          uid: machine.metadata.uid ?? '',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      vmNamespace: spec.vmNamespace,
+      common: { cloudCredentialSecretName: pool.credential ?? spec.clusterCredential ?? null },
+    },
+  } as KubeObject);
+  await rancher.create(
+    Resources.secret,
+    machineStateSecret({
+      namespace,
+      machineName,
+      instanceName: rancherInstanceName(machineName),
+      driverConfig: savedDriverConfig({
+        instanceName: rancherInstanceName(machineName),
+        clusterName: name,
+        vmNamespace: spec.vmNamespace,
+        kubeconfig: savedKubeconfig,
+      }),
+      owner: hm,
+    }),
+  );
+}
+
+/** The driver config saved at create time (its kubeconfig may since have expired). */
+export function savedDriverConfig(opts: {
+  instanceName: string;
+  clusterName: string;
+  vmNamespace: string;
+  kubeconfig: string;
+  image?: string;
+}): DriverConfig {
+  const cfg = newDriverConfig(opts.instanceName, '/home/machine/.docker/machine');
+  return {
+    ...cfg,
+    KubeConfigContent: opts.kubeconfig,
+    VMNamespace: opts.vmNamespace,
+    ClusterName: opts.clusterName,
+    ClusterType: 'imported',
+    CPU: 2,
+    MemorySize: '4',
+    SSHUser: 'ubuntu',
+    SSHPort: 22,
+    DiskInfo: {
+      disks: [
+        {
+          imageName: opts.image ?? '',
+          storageClassName: opts.image ? '' : 'longhorn',
+          size: 10,
+          bootOrder: 1,
+          bus: 'virtio',
+          type: 'disk',
+          hotPlugAble: false,
+        },
+      ],
+    },
+    NetworkInfo: {
+      interfaces: [
+        { networkName: `${opts.vmNamespace}/vlan1`, macAddress: '', model: 'virtio', type: 'bridge' },
+      ],
+    },
+    HarvesterMachine: { ...cfg.HarvesterMachine, RemoveTimeoutSeconds: 60 },
+  };
+}
+
+/**
+ * The machine's VM on Harvester, as the driver's create builds it (a boot disk from
+ * `image` "ns/name" with its storage class, or a blank longhorn disk).
+ */
+export async function createMachineVm(
+  harvester: KubeClient,
+  opts: {
+    instanceName: string;
+    clusterName: string;
+    vmNamespace: string;
+    image?: string;
+    imageStorageClass?: string;
+  },
+): Promise<KubeObject> {
+  const cfg = savedDriverConfig({ ...opts, kubeconfig: '' });
+  const { vm } = buildVirtualMachine(cfg, {
+    random: () => rand(5),
+    imageStorageClass: () => opts.imageStorageClass,
+  });
+  return harvester.create<KubeObject>(Resources.virtualMachine, vm);
+}
