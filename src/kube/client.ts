@@ -44,6 +44,9 @@ export interface ListOptions {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** Page size; the answer's metadata.continue fetches the next page. */
+  limit?: number;
+  continue?: string;
 }
 
 export interface DeleteOptions {
@@ -163,7 +166,12 @@ export class KubeClient {
     return this.call<ObjectList<T>>({
       method: 'GET',
       path: resourcePath(type, at),
-      query: { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector },
+      query: {
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        limit: opts.limit,
+        continue: opts.continue,
+      },
       operation: describeOperation('list', type, at),
     });
   }

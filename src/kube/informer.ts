@@ -19,6 +19,13 @@ export interface InformerOptions {
   /** A silent watch is ended and resumed after this long. */
   idleTimeoutMs?: number;
   logger?: Logger;
+  /**
+   * Applied to every object before it is cached and handed to handlers (client-go's
+   * SetTransform): keep only the fields used, so a large cache stays small.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
+  /** Objects per list request (default 500). */
+  pageSize?: number;
 }
 
 export const objectKey = (o: KubeObject): string =>
@@ -75,6 +82,10 @@ export class Informer<T extends KubeObject> {
     return this.cache.size;
   }
 
+  private transform(obj: T): T {
+    return this.options.transform ? (this.options.transform(obj) as T) : obj;
+  }
+
   private emit(e: InformerEvent<T>): void {
     for (const h of this.handlers) {
       try {
@@ -120,15 +131,27 @@ export class Informer<T extends KubeObject> {
   }
 
   private async relist(): Promise<string | undefined> {
-    const list = await this.client.list<T>(this.type, {
-      ...(this.options.namespace !== undefined ? { namespace: this.options.namespace } : {}),
-      ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
-      ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
-    });
-    const seen = new Set<string>();
-    for (const item of list.items) {
+    // In pages: one response holding thousands of objects would be parsed whole before
+    // the transform could shrink them, and the heap keeps the high-water mark.
+    const items: T[] = [];
+    let list: { apiVersion?: string; metadata: { resourceVersion?: string; continue?: string } };
+    let next: string | undefined;
+    do {
+      const page = await this.client.list<T>(this.type, {
+        ...(this.options.namespace !== undefined ? { namespace: this.options.namespace } : {}),
+        ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+        ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
+        limit: this.options.pageSize ?? 500,
+        ...(next ? { continue: next } : {}),
+      });
       // Lists omit apiVersion/kind on items; handlers may want them.
-      const obj = { apiVersion: list.apiVersion, kind: this.type.kind, ...item } as T;
+      for (const item of page.items)
+        items.push(this.transform({ apiVersion: page.apiVersion, kind: this.type.kind, ...item }));
+      list = page;
+      next = page.metadata.continue || undefined;
+    } while (next);
+    const seen = new Set<string>();
+    for (const obj of items) {
       const key = objectKey(obj);
       seen.add(key);
       const old = this.cache.get(key);
@@ -161,14 +184,15 @@ export class Informer<T extends KubeObject> {
       (event) => {
         rv = event.object.metadata.resourceVersion ?? rv;
         if (event.type === 'BOOKMARK') return;
-        const key = objectKey(event.object);
+        const object = this.transform(event.object);
+        const key = objectKey(object);
         const old = this.cache.get(key);
         if (event.type === 'DELETED') {
           this.cache.delete(key);
-          this.emit({ type: 'DELETED', object: event.object });
+          this.emit({ type: 'DELETED', object });
         } else {
-          this.cache.set(key, event.object);
-          this.emit({ type: old ? 'MODIFIED' : 'ADDED', object: event.object, ...(old ? { old } : {}) });
+          this.cache.set(key, object);
+          this.emit({ type: old ? 'MODIFIED' : 'ADDED', object, ...(old ? { old } : {}) });
         }
       },
     );

@@ -17,7 +17,7 @@ import {
   type GuestMachine,
 } from '../../sandbox/rancher/guest-cluster.js';
 import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
-import { garbageCollectorKnowsVms } from '../../sandbox/standins/testing.js';
+
 import { startControllerAsChart } from './gate-fixture.js';
 
 const NS = 'fleet-e2e';
@@ -32,9 +32,6 @@ let imageStorageClass: string | undefined;
 
 before(async () => {
   sandbox = await startSandbox({ standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } } });
-  // The garbage collector learns the VM kind up to 30 s late; meanwhile a VM deleted in the
-  // foreground waits. Learn it while the rest is set up, not inside a test's timing.
-  const gcReady = garbageCollectorKnowsVms(sandbox.harvester.admin);
   for (const name of [NS, SYSTEM_NS])
     await sandbox.rancher.admin.create(Resources.namespace, {
       apiVersion: 'v1',

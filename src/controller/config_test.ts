@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, inClusterKubeconfig, parseConfig, parseDuration } from './config.js';
+
+describe('parseDuration', () => {
+  it('reads Go-like durations and plain seconds', () => {
+    assert.equal(parseDuration('90s'), 90_000);
+    assert.equal(parseDuration('1h30m'), 5_400_000);
+    assert.equal(parseDuration('7d'), 604_800_000);
+    assert.equal(parseDuration('1500ms'), 1500);
+    assert.equal(parseDuration('45'), 45_000);
+    assert.throws(() => parseDuration('soon'), ConfigError);
+    assert.throws(() => parseDuration('5 minutes'), ConfigError);
+  });
+});
+
+describe('parseConfig', () => {
+  it('has safe defaults: fleet-default, 127.0.0.1 metrics, leader election on, 30 min deadline', () => {
+    const c = parseConfig([], {});
+    assert.deepEqual(c.namespaces, ['fleet-default']);
+    assert.equal(c.metricsBindAddress, '127.0.0.1:8080');
+    assert.equal(c.leaderElection.enabled, true);
+    assert.equal(c.gateDeadlineMs, 1_800_000);
+    assert.equal(c.hookName, 'harvester-machine-cleanup');
+    assert.equal(c.kubeconfigPath, undefined);
+  });
+  it('lets flags win over the environment', () => {
+    const c = parseConfig(['--gate-deadline', '2m', '--namespace', 'a', '--namespace', 'b,c'], {
+      GATE_DEADLINE: '1h',
+      WATCH_NAMESPACES: 'x',
+    });
+    assert.equal(c.gateDeadlineMs, 120_000);
+    assert.deepEqual(c.namespaces, ['a', 'b', 'c']);
+  });
+  it('reads the environment the Helm chart sets', () => {
+    const c = parseConfig([], {
+      WATCH_NAMESPACES: '*',
+      POD_NAMESPACE: 'hm',
+      POD_NAME: 'hm-0',
+      LEADER_ELECT: 'false',
+    });
+    assert.deepEqual(c.namespaces, []);
+    assert.equal(c.leaderElection.namespace, 'hm');
+    assert.equal(c.statusConfigMap.namespace, 'hm');
+    assert.equal(c.identity, 'hm-0');
+    assert.equal(c.leaderElection.enabled, false);
+  });
+  it('rejects what it cannot use, naming the flag', () => {
+    assert.throws(() => parseConfig(['--hook-name', 'Bad Name'], {}), /--hook-name/);
+    assert.throws(() => parseConfig(['--log-level', 'loud'], {}), /--log-level/);
+    assert.throws(() => parseConfig(['--nope'], {}), ConfigError);
+  });
+});
+
+describe('inClusterKubeconfig', () => {
+  it('uses the service account token file, re-read by the auth provider', () => {
+    const kc = inClusterKubeconfig({ KUBERNETES_SERVICE_HOST: '10.43.0.1', KUBERNETES_SERVICE_PORT: '443' });
+    assert.match(kc, /server: "https:\/\/10\.43\.0\.1:443"/);
+    assert.match(kc, /tokenFile: "\/var\/run\/secrets\/kubernetes.io\/serviceaccount\/token"/);
+    assert.throws(() => inClusterKubeconfig({}), ConfigError);
+  });
+});

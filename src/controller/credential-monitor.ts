@@ -1,0 +1,258 @@
+// Credential health: each Harvester cloud credential's state (probe + recorded expiry),
+// Events on the credential and on everything that references it when it turns bad, and
+// per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
+import type { ReconcileResult } from '../kube/index.js';
+import { Resources } from '../kube/resources.js';
+import type { Logger } from '../log/logger.js';
+import type { RancherCaches } from './caches.js';
+import { Reasons } from './constants.js';
+import { formatSecretRef, type SecretRef } from './credential-choice.js';
+import {
+  classifyCredential,
+  expiryFromAnnotation,
+  findCredentialMismatches,
+  harvesterClusterId,
+  isHarvesterCredential,
+  type CredentialHealth,
+  type CredentialState,
+  type MismatchReport,
+  type ProbeResult,
+} from './credential-health.js';
+import type { EventRecorder } from './events.js';
+import { probeCredential, type HarvesterClients } from './harvester-access.js';
+import type { ControllerMetrics } from './metrics.js';
+import { collectReferences } from './references.js';
+
+export interface CredentialRecord {
+  secret: string;
+  harvesterClusterId?: string;
+  health: CredentialHealth;
+  /** The last probe's answer and when it was had; reused until the next probe is due. */
+  probe: ProbeResult;
+  probedAt?: number;
+  version: string;
+}
+
+export interface MonitorDeps {
+  caches: RancherCaches;
+  harvester: HarvesterClients;
+  events: EventRecorder;
+  metrics: ControllerMetrics;
+  logger: Logger;
+  probeIntervalMs: number;
+  expiringSoonMs: number;
+  /** Enqueue these clusters' reports (their credentials changed state). */
+  enqueueClusters: (keys: string[]) => void;
+  onChange: () => void;
+  now?: () => number;
+}
+
+const REPORTED: ReadonlySet<CredentialState> = new Set(['expired', 'rejected', 'expiring-soon']);
+
+export class CredentialMonitor {
+  readonly records = new Map<string, CredentialRecord>();
+  readonly mismatches = new Map<string, MismatchReport[]>();
+  private readonly forceProbe = new Set<string>();
+
+  constructor(private readonly deps: MonitorDeps) {}
+
+  private now(): number {
+    return (this.deps.now ?? Date.now)();
+  }
+
+  /** The reconciler saw Harvester reject this credential: probe again at the next pass. */
+  markRejected(key: string): void {
+    this.forceProbe.add(key);
+  }
+
+  state(ref: SecretRef): { state: CredentialState; harvesterClusterId?: string } | undefined {
+    const r = this.records.get(formatSecretRef(ref));
+    return r
+      ? {
+          state: r.health.state,
+          ...(r.harvesterClusterId ? { harvesterClusterId: r.harvesterClusterId } : {}),
+        }
+      : undefined;
+  }
+
+  async reconcileCredential(key: string): Promise<ReconcileResult> {
+    const [namespace = '', name = ''] = key.split('/');
+    const secret = this.deps.caches.credentials.get(namespace, name);
+    const previous = this.records.get(key);
+    if (!secret || !isHarvesterCredential(secret)) {
+      if (previous) {
+        this.records.delete(key);
+        this.deps.harvester.forget(key);
+        this.publish();
+      }
+      return;
+    }
+    const now = this.now();
+    const version = secret.metadata.resourceVersion ?? '';
+    const due =
+      previous?.probedAt === undefined ||
+      previous.version !== version ||
+      now - previous.probedAt >= this.deps.probeIntervalMs ||
+      this.forceProbe.has(key);
+    this.forceProbe.delete(key);
+    // Between probes the expiry alone can move the state (valid → expiring soon → expired).
+    const probe = due ? await this.probe(secret) : previous.probe;
+    const probedAt = due ? now : previous.probedAt;
+    const expiresAt = expiryFromAnnotation(secret);
+    const health = classifyCredential({
+      expiresAt,
+      probe,
+      now: new Date(now),
+      expiringSoonMs: this.deps.expiringSoonMs,
+    });
+    const clusterId = harvesterClusterId(secret);
+    this.records.set(key, {
+      secret: key,
+      ...(clusterId ? { harvesterClusterId: clusterId } : {}),
+      health,
+      probe,
+      probedAt,
+      version,
+    });
+    if (previous?.health.state !== health.state) {
+      this.reportTransition(key, secret.metadata.name ?? '', health);
+      this.deps.enqueueClusters(this.referencingClusters(key));
+    }
+    this.publish();
+    return { requeueAfterMs: this.nextCheck(now, expiresAt) };
+  }
+
+  private async probe(
+    secret: Parameters<HarvesterClients['forSecret']>[0],
+  ): Promise<'ok' | 'rejected' | 'unreachable'> {
+    const client = this.deps.harvester.forSecret(secret);
+    if (!client) return 'unreachable';
+    const { result, error } = await probeCredential(client);
+    if (error)
+      this.deps.logger.debug('credential probe', {
+        secret: `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`,
+        result,
+        error: error.message,
+      });
+    return result === 'not-probed' ? 'unreachable' : result;
+  }
+
+  /** Next look: the probe interval, or the moment the credential expires or enters the warning window. */
+  private nextCheck(now: number, expiresAt: Date | undefined): number {
+    let next = this.deps.probeIntervalMs;
+    if (expiresAt) {
+      for (const t of [expiresAt.getTime() - this.deps.expiringSoonMs, expiresAt.getTime()])
+        if (t > now) next = Math.min(next, t - now + 1000);
+    }
+    return Math.max(1000, next);
+  }
+
+  private referencingClusters(secretKey: string): string[] {
+    return collectReferences(
+      this.deps.caches.provisioningClusters.list(),
+      this.deps.caches.harvesterMachines.list(),
+    )
+      .filter((c) => c.references.some((r) => formatSecretRef(r.credential) === secretKey))
+      .map((c) => `${c.cluster.namespace}/${c.cluster.name}`);
+  }
+
+  private reportTransition(key: string, name: string, health: CredentialHealth): void {
+    if (!REPORTED.has(health.state)) return;
+    const reason =
+      health.state === 'expiring-soon'
+        ? Reasons.credentialExpiringSoon
+        : health.state === 'expired'
+          ? Reasons.credentialExpired
+          : Reasons.credentialRejected;
+    const secret = this.deps.caches.credentials.get(key.split('/')[0] ?? '', name);
+    if (!secret) return;
+    const refs = collectReferences(
+      this.deps.caches.provisioningClusters.list(),
+      this.deps.caches.harvesterMachines.list(),
+    ).flatMap((c) => c.references.filter((r) => formatSecretRef(r.credential) === key));
+    const renew = `renew it in Rancher (Cluster Management > Cloud Credentials > ${name} > Renew)`;
+    const users = refs.length
+      ? `; referenced by ${refs.map((r) => r.referrer).join(', ')}`
+      : '; referenced by nothing this controller watches';
+    this.deps.events.record(
+      Resources.secret,
+      secret,
+      'Warning',
+      reason,
+      `Harvester cloud credential ${health.detail}${users}; ${renew}`,
+    );
+    for (const r of refs) {
+      const [kind, target] = r.referrer.startsWith('HarvesterMachine ')
+        ? [
+            Resources.harvesterMachine,
+            this.deps.caches.harvesterMachines.get(r.cluster.namespace, r.referrer.split('/').pop() ?? ''),
+          ]
+        : [
+            Resources.provisioningCluster,
+            this.deps.caches.provisioningClusters.get(r.cluster.namespace, r.cluster.name),
+          ];
+      if (target)
+        this.deps.events.record(
+          kind,
+          target,
+          'Warning',
+          reason,
+          `${r.referrer} uses cloud credential ${r.credential.namespace}:${r.credential.name}, which ${health.detail}; ${renew}`,
+        );
+    }
+  }
+
+  /** Per provisioning cluster: expired pool/machine credentials next to a valid cluster credential. */
+  reconcileCluster(key: string): void {
+    const [namespace = '', name = ''] = key.split('/');
+    const cluster = this.deps.caches.provisioningClusters.get(namespace, name);
+    if (!cluster) {
+      if (this.mismatches.delete(key)) this.publish();
+      return;
+    }
+    const machines = this.deps.caches.harvesterMachines.list((m) => m.metadata.namespace === namespace);
+    const refs = collectReferences([cluster], machines)[0];
+    const found = refs
+      ? findCredentialMismatches({
+          clusterCredential: refs.clusterCredential,
+          references: refs.references,
+          lookup: (r) => this.state(r),
+        })
+      : [];
+    const before = new Set(
+      (this.mismatches.get(key) ?? []).map((m) => `${m.referrer}|${formatSecretRef(m.expired)}`),
+    );
+    for (const m of found) {
+      if (before.has(`${m.referrer}|${formatSecretRef(m.expired)}`)) continue;
+      this.deps.events.record(
+        Resources.provisioningCluster,
+        cluster,
+        'Warning',
+        Reasons.credentialMismatch,
+        `${m.referrer} uses expired cloud credential ${m.expired.namespace}:${m.expired.name} while the cluster's ${m.valid.namespace}:${m.valid.name} is valid for the same Harvester cluster ${m.harvesterClusterId}; its VM cannot be removed until fixed. Fix: ${m.shortFix} (every command: the status ConfigMap)`,
+      );
+    }
+    if (found.length) this.mismatches.set(key, found);
+    else this.mismatches.delete(key);
+    this.publish();
+  }
+
+  private publish(): void {
+    const { metrics } = this.deps;
+    const counts = new Map<CredentialState, number>(
+      (['valid', 'expiring-soon', 'expired', 'rejected', 'unknown'] as const).map((s) => [s, 0]),
+    );
+    for (const r of this.records.values()) counts.set(r.health.state, (counts.get(r.health.state) ?? 0) + 1);
+    metrics.credentials.replaceAll([...counts].map(([state, n]) => [{ state }, n]));
+    metrics.credentialExpiry.replaceAll(
+      [...this.records.values()]
+        .filter((r) => r.health.expiresAt)
+        .map((r) => [{ secret: r.secret }, Math.floor((r.health.expiresAt?.getTime() ?? 0) / 1000)]),
+    );
+    metrics.credentialMismatches.set(
+      {},
+      [...this.mismatches.values()].reduce((n, l) => n + l.length, 0),
+    );
+    this.deps.onChange();
+  }
+}

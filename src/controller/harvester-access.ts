@@ -1,0 +1,142 @@
+// Talking to Harvester through a cloud credential: one client per credential Secret
+// version (a renewed credential gets a new client), the credential probe, and the VM
+// lookup + annotation. Secrets are registered for redaction when a client is made.
+import { decodeBase64OrPlain } from '../driver/kubeconfig-content.js';
+import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
+import { KubeClient, KubeError } from '../kube/index.js';
+import { Resources } from '../kube/resources.js';
+import { registerSecret } from '../log/redact.js';
+import { CREDENTIAL_KEY_KUBECONFIG } from './constants.js';
+import type { CleanupOutcome } from './gate-decision.js';
+import type { ProbeResult } from './credential-health.js';
+import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
+import type { SecretObject, VirtualMachineObject } from './types.js';
+
+export class HarvesterClients {
+  private readonly clients = new Map<string, { version: string; client: KubeClient }>();
+
+  constructor(private readonly options: { requestTimeoutMs?: number } = {}) {}
+
+  /** The client for a credential Secret's current content; undefined when it holds no kubeconfig. */
+  forSecret(secret: SecretObject): KubeClient | undefined {
+    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
+    const version = secret.metadata.resourceVersion ?? '';
+    const known = this.clients.get(key);
+    if (known?.version === version) return known.client;
+    known?.client.close();
+    this.clients.delete(key);
+    const b64 = secret.data?.[CREDENTIAL_KEY_KUBECONFIG];
+    if (!b64) return undefined;
+    const raw = Buffer.from(b64, 'base64').toString('utf8');
+    registerSecret(raw);
+    const content = decodeBase64OrPlain(raw.trim());
+    const client = KubeClient.fromKubeconfig(content, {
+      requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
+      // The work queue retries with backoff; a cleanup attempt itself stays short.
+      retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+    });
+    this.clients.set(key, { version, client });
+    return client;
+  }
+
+  forget(key: string): void {
+    this.clients.get(key)?.client.close();
+    this.clients.delete(key);
+  }
+
+  closeAll(): void {
+    for (const { client } of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+}
+
+/**
+ * Is the credential accepted? A SelfSubjectReview is allowed to every authenticated user
+ * and costs the server nothing; any answer but "credential rejected" proves authentication.
+ */
+export async function probeCredential(
+  client: KubeClient,
+): Promise<{ result: ProbeResult; error?: KubeError }> {
+  try {
+    await client.create(Resources.selfSubjectReview, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'SelfSubjectReview',
+      metadata: {},
+    });
+    return { result: 'ok' };
+  } catch (err) {
+    if (!(err instanceof KubeError)) throw err;
+    if (err.kind === 'CredentialRejected') return { result: 'rejected', error: err };
+    // Authenticated, only not allowed or not served: the credential itself works.
+    if (['Forbidden', 'NotFound', 'MethodNotAllowed', 'BadRequest'].includes(err.kind))
+      return { result: 'ok' };
+    return { result: 'unreachable', error: err };
+  }
+}
+
+/**
+ * Finds the machine's VM (plain name, Rancher's hashed name, then labels) and sets
+ * removeAllPersistentVolumeClaims=true with a merge patch of that one key: unlike
+ * Rancher's full Update it cannot overwrite a concurrent change by Harvester's controller.
+ * Throws KubeError (credential rejected, unreachable...) for the caller to classify.
+ */
+export async function annotateMachineVm(
+  client: KubeClient,
+  input: { vmNamespace: string; machineName: string; clusterName: string },
+): Promise<CleanupOutcome> {
+  const { vmNamespace, machineName, clusterName } = input;
+  const names = vmNameCandidates(machineName);
+  for (const [i, name] of names.entries()) {
+    const vm = await client.find<VirtualMachineObject>(Resources.virtualMachine, {
+      namespace: vmNamespace,
+      name,
+    });
+    if (vm) return annotate(client, vm, i === 0 ? 'name' : "Rancher's hashed name");
+  }
+  const list = await client.list<VirtualMachineObject>(Resources.virtualMachine, {
+    namespace: vmNamespace,
+    labelSelector: guestClusterSelector(clusterName),
+  });
+  const match = matchVmByLabels(list.items, machineName, clusterName);
+  switch (match.kind) {
+    case 'found':
+      return annotate(
+        client,
+        { ...match.vm, metadata: { ...match.vm.metadata, namespace: vmNamespace } },
+        match.how,
+      );
+    case 'ambiguous':
+      return {
+        kind: 'failed',
+        reason: 'HarvesterVMAmbiguous',
+        message: `more than one VM in ${vmNamespace} could be machine ${machineName}: ${match.names.join(', ')}; annotate the right one by hand (${ANNOTATION_REMOVE_ALL_PVCS}="true")`,
+      };
+    case 'none':
+      return {
+        kind: 'vm-gone',
+        looked: `${vmNamespace}/{${names.join(',')}} and VMs labelled ${guestClusterSelector(clusterName)}`,
+      };
+  }
+}
+
+async function annotate(client: KubeClient, vm: VirtualMachineObject, how: string): Promise<CleanupOutcome> {
+  const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name ?? ''}`;
+  const current = vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS];
+  // As Rancher: an existing value is left alone, so a VM marked "false" by hand keeps its volumes.
+  if (current !== undefined)
+    return {
+      kind: 'already-annotated',
+      vm: current === 'true' ? ref : `${ref} (value "${current}", left as is)`,
+    };
+  try {
+    await client.patch(
+      Resources.virtualMachine,
+      { namespace: vm.metadata.namespace ?? '', name: vm.metadata.name ?? '' },
+      { metadata: { annotations: { [ANNOTATION_REMOVE_ALL_PVCS]: 'true' } } },
+    );
+    return { kind: 'annotated', vm: ref, how };
+  } catch (err) {
+    if (err instanceof KubeError && err.kind === 'NotFound') return { kind: 'vm-gone', looked: ref };
+    throw err;
+  }
+}

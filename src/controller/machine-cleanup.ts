@@ -1,0 +1,115 @@
+// The cleanup itself, for one Machine of a cluster being deleted: choose the credential
+// (credential-choice.ts), reach Harvester with it, annotate the VM (harvester-access.ts),
+// falling back to other credentials of the same Harvester cluster when one is rejected.
+import { KubeError } from '../kube/index.js';
+import type { Cache } from './caches.js';
+import {
+  credentialCandidates,
+  findMachinePool,
+  formatSecretRef,
+  usableCandidates,
+} from './credential-choice.js';
+import { expiryFromAnnotation, harvesterClusterId } from './credential-health.js';
+import type { CleanupOutcome, FailureReason } from './gate-decision.js';
+import { annotateMachineVm, type HarvesterClients } from './harvester-access.js';
+import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
+
+export interface CleanupDeps {
+  /** The cache of the credential namespace: Rancher keeps every cloud credential there, and the controller may read no other Secret. */
+  credentials: Cache<SecretObject>;
+  harvester: HarvesterClients;
+  onCredentialRejected: (secretKey: string) => void;
+  now: number;
+}
+
+export async function cleanUpMachineVm(
+  deps: CleanupDeps,
+  input: {
+    machine: CapiMachine;
+    harvesterMachine: HarvesterMachine;
+    cluster: ProvisioningCluster | undefined;
+    clusterName: string;
+  },
+): Promise<CleanupOutcome> {
+  const { machine, harvesterMachine: hm, cluster, clusterName } = input;
+  const pool = findMachinePool({
+    cluster,
+    machineLabels: { ...hm.metadata.labels, ...machine.metadata.labels },
+    machineName: hm.metadata.name ?? '',
+  });
+  const candidates = credentialCandidates({ cluster, pool: pool?.pool, harvesterMachine: hm });
+  const resolved = candidates.map((c) => ({
+    ...c,
+    secret: deps.credentials.get(c.ref.namespace, c.ref.name),
+  }));
+  const usable = usableCandidates(resolved, (c) =>
+    c.secret ? (harvesterClusterId(c.secret) ?? undefined) : null,
+  );
+  if (usable.length === 0) {
+    const tried =
+      candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured';
+    return {
+      kind: 'failed',
+      reason: 'HarvesterCredentialMissing',
+      message: `no Harvester cloud credential Secret found; tried ${tried}`,
+    };
+  }
+  const failures: Array<{ reason: FailureReason; message: string }> = [];
+  for (const c of usable) {
+    const client = c.secret ? deps.harvester.forSecret(c.secret) : undefined;
+    const label = `cloud credential ${c.ref.namespace}:${c.ref.name} (${c.source})`;
+    if (!client) {
+      failures.push({ reason: 'HarvesterCredentialMissing', message: `${label} holds no kubeconfig` });
+      continue;
+    }
+    try {
+      return await annotateMachineVm(client, {
+        vmNamespace: hm.spec?.vmNamespace || 'default',
+        machineName: hm.metadata.name ?? '',
+        clusterName,
+      });
+    } catch (err) {
+      failures.push(describeFailure(err, label, c.secret, deps.now));
+      if (err instanceof KubeError && err.kind === 'CredentialRejected')
+        deps.onCredentialRejected(formatSecretRef(c.ref));
+    }
+  }
+  const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');
+  return {
+    kind: 'failed',
+    reason: (rejected ?? failures[0])?.reason ?? 'HarvesterError',
+    message: failures.map((f) => f.message).join('; '),
+  };
+}
+
+/** A failure a person can act on: which credential, whose token, since when, what to do. */
+export function describeFailure(
+  err: unknown,
+  label: string,
+  secret: SecretObject | undefined,
+  now: number,
+): { reason: FailureReason; message: string } {
+  if (!(err instanceof KubeError))
+    return {
+      reason: 'HarvesterError',
+      message: `${label}: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  if (err.kind === 'CredentialRejected') {
+    const expiry = secret ? expiryFromAnnotation(secret) : undefined;
+    const who = err.extra.credential?.identity ? `, ${err.extra.credential.identity}` : '';
+    const when = expiry
+      ? expiry.getTime() <= now
+        ? `, expired at ${expiry.toISOString()}`
+        : `, recorded expiry ${expiry.toISOString()}`
+      : '';
+    return {
+      reason: 'HarvesterCredentialRejected',
+      message: `Harvester rejected ${label}${who}${when}: ${err.message}. Renew it in Rancher (Cluster Management > Cloud Credentials > Renew)`,
+    };
+  }
+  const reachable = !['Unreachable', 'Timeout', 'ServerError', 'TooManyRequests'].includes(err.kind);
+  return {
+    reason: reachable ? 'HarvesterError' : 'HarvesterUnreachable',
+    message: `${label}: ${err.message}`,
+  };
+}

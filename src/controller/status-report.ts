@@ -1,0 +1,152 @@
+// The status summary the CLI (and `kubectl`) prints: a ConfigMap the leader rewrites when
+// something changed, at most every few seconds.
+//   kubectl -n <ns> get configmap harvester-machine-controller-status -o jsonpath='{.data.summary\.txt}'
+// Keys: summary.json (schemaVersion 1: generatedAt, holder, credentials[], gatesHeld[],
+// mismatches[]) and summary.txt (the same for people). No secret is ever in it: credentials
+// are named by Secret, tokens by their public name only.
+import { KubeError, type KubeClient } from '../kube/index.js';
+import { Resources, type KubeObject } from '../kube/resources.js';
+import type { Logger } from '../log/logger.js';
+import type { CredentialRecord } from './credential-monitor.js';
+import type { MismatchReport } from './credential-health.js';
+import type { HeldGate } from './machine-reconciler.js';
+
+export interface StatusSummary {
+  schemaVersion: 1;
+  generatedAt: string;
+  holder: string;
+  credentials: Array<{
+    secret: string;
+    harvesterClusterId?: string;
+    state: string;
+    expiresAt?: string;
+    detail: string;
+    referencedBy: string[];
+  }>;
+  gatesHeld: HeldGate[];
+  mismatches: Array<{ cluster: string; referrer: string; expired: string; valid: string; fix: string }>;
+}
+
+export function buildSummary(input: {
+  now: Date;
+  holder: string;
+  credentials: Iterable<CredentialRecord>;
+  referencedBy: (secret: string) => string[];
+  held: Iterable<HeldGate>;
+  mismatches: Iterable<MismatchReport>;
+}): StatusSummary {
+  return {
+    schemaVersion: 1,
+    generatedAt: input.now.toISOString(),
+    holder: input.holder,
+    credentials: [...input.credentials]
+      .map((r) => ({
+        secret: r.secret,
+        ...(r.harvesterClusterId ? { harvesterClusterId: r.harvesterClusterId } : {}),
+        state: r.health.state,
+        ...(r.health.expiresAt ? { expiresAt: r.health.expiresAt.toISOString() } : {}),
+        detail: r.health.detail,
+        referencedBy: input.referencedBy(r.secret),
+      }))
+      .sort((a, b) => a.secret.localeCompare(b.secret)),
+    gatesHeld: [...input.held].sort((a, b) => a.machine.localeCompare(b.machine)),
+    mismatches: [...input.mismatches].map((m) => ({
+      cluster: `${m.cluster.namespace}/${m.cluster.name}`,
+      referrer: m.referrer,
+      expired: `${m.expired.namespace}:${m.expired.name}`,
+      valid: `${m.valid.namespace}:${m.valid.name}`,
+      fix: m.fix,
+    })),
+  };
+}
+
+export function renderSummaryText(s: StatusSummary): string {
+  const lines = [
+    `harvester-machine-controller status at ${s.generatedAt} (leader ${s.holder})`,
+    '',
+    'Cloud credentials:',
+  ];
+  if (!s.credentials.length) lines.push('  (none)');
+  for (const c of s.credentials) {
+    lines.push(
+      `  ${c.state.toUpperCase().padEnd(13)} ${c.secret}${c.harvesterClusterId ? ` (Harvester ${c.harvesterClusterId})` : ''}: ${c.detail}`,
+    );
+    if (c.referencedBy.length) lines.push(`                used by ${c.referencedBy.join(', ')}`);
+  }
+  lines.push('', 'Cleanup gates held:');
+  if (!s.gatesHeld.length) lines.push('  (none)');
+  for (const g of s.gatesHeld)
+    lines.push(
+      `  ${g.machine}: ${g.reason} since ${g.since}, released by ${g.releaseBy} at the latest`,
+      `    ${g.message}`,
+    );
+  lines.push('', 'Expired credentials next to a valid one:');
+  if (!s.mismatches.length) lines.push('  (none)');
+  for (const m of s.mismatches)
+    lines.push(
+      `  ${m.referrer} uses ${m.expired}; cluster ${m.cluster} has valid ${m.valid}`,
+      `    fix: ${m.fix}`,
+    );
+  return lines.join('\n') + '\n';
+}
+
+/** Writes the ConfigMap when marked dirty, at most once per interval. */
+export class StatusWriter {
+  private dirty = false;
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly at: { namespace: string; name: string },
+    private readonly build: () => StatusSummary,
+    private readonly logger: Logger,
+    private readonly intervalMs = 2_000,
+  ) {}
+
+  markDirty(): void {
+    if (this.stopped) return;
+    this.dirty = true;
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.writing = this.writing.then(() => this.flush());
+    }, this.intervalMs);
+  }
+
+  async flush(): Promise<void> {
+    if (!this.dirty) return;
+    this.dirty = false;
+    const summary = this.build();
+    const data = {
+      'summary.json': JSON.stringify(summary, null, 2),
+      'summary.txt': renderSummaryText(summary),
+    };
+    try {
+      try {
+        await this.client.patch(Resources.configMap, this.at, { data });
+      } catch (err) {
+        if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+        await this.client.create<KubeObject>(Resources.configMap, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { ...this.at, labels: { 'app.kubernetes.io/name': 'harvester-machine-controller' } },
+          data,
+        } as KubeObject);
+      }
+    } catch (err) {
+      this.dirty = true;
+      this.logger.warn('cannot write the status ConfigMap', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.writing;
+    await this.flush();
+  }
+}

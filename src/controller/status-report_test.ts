@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { buildSummary, renderSummaryText } from './status-report.js';
+
+describe('status summary', () => {
+  it('lists credentials, held gates and mismatches, with the fix, and no secret', () => {
+    const s = buildSummary({
+      now: new Date('2025-06-01T00:00:00Z'),
+      holder: 'hm-0',
+      credentials: [
+        {
+          secret: 'cattle-global-data/cc-old',
+          harvesterClusterId: 'c-m-1',
+          health: { state: 'expired', detail: 'expired at x' },
+          probe: 'rejected',
+          version: '1',
+        },
+      ],
+      referencedBy: () => ['machine pool p of fleet-default/c1'],
+      held: [
+        {
+          machine: 'fleet-default/m1',
+          reason: 'HarvesterCredentialRejected',
+          message: 'rejected',
+          since: 'a',
+          releaseBy: 'b',
+        },
+      ],
+      mismatches: [
+        {
+          referrer: 'machine pool p of fleet-default/c1',
+          cluster: { namespace: 'fleet-default', name: 'c1' },
+          expired: { namespace: 'cattle-global-data', name: 'cc-old' },
+          valid: { namespace: 'cattle-global-data', name: 'cc-new' },
+          harvesterClusterId: 'c-m-1',
+          fix: 'Renew ...',
+          shortFix: 'Renew',
+        },
+      ],
+    });
+    const text = renderSummaryText(s);
+    assert.match(text, /EXPIRED\s+cattle-global-data\/cc-old \(Harvester c-m-1\): expired at x/);
+    assert.match(text, /fleet-default\/m1: HarvesterCredentialRejected since a, released by b/);
+    assert.match(text, /fix: Renew/);
+    assert.equal((JSON.parse(JSON.stringify(s)) as { schemaVersion: number }).schemaVersion, 1);
+  });
+});

@@ -1,0 +1,90 @@
+// Leader election on a real apiserver: of replicas racing for one Lease exactly one leads;
+// a leader that stops gives the Lease up and another takes over at once; a leader that
+// vanishes without giving it up is replaced only after the lease duration.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { LeaderElector } from '../../src/controller/leader-election.js';
+import { createNamespace } from '../../sandbox/control-plane/access.js';
+import { useControlPlane } from '../support/control-plane-fixture.js';
+
+const fixture = useControlPlane({ name: 'lease', crds: false, controllerManager: false });
+
+function replica(namespace: string, identity: string, leaseDurationMs = 2000) {
+  const state = { leading: false, started: 0, stopped: 0 };
+  const elector = new LeaderElector(fixture.cp.admin, {
+    namespace,
+    name: 'hm-test',
+    identity,
+    leaseDurationMs,
+    renewDeadlineMs: 1500,
+    retryPeriodMs: 100,
+    logger: silentLogger,
+    onStartedLeading: () => {
+      state.leading = true;
+      state.started++;
+    },
+    onStoppedLeading: () => {
+      state.leading = false;
+      state.stopped++;
+    },
+  });
+  return { elector, state, identity };
+}
+
+const until = async (cond: () => boolean, timeoutMs = 10_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+describe('LeaderElector', () => {
+  it('lets exactly one of three racing replicas lead, and hands over at once on a clean stop', async () => {
+    const namespace = await createNamespace(fixture.cp.admin, 'lease');
+    const replicas = ['a', 'b', 'c'].map((id) => replica(namespace, id));
+    replicas.forEach((r) => r.elector.start());
+    await until(() => replicas.some((r) => r.state.leading));
+    await new Promise((r) => setTimeout(r, 600)); // several renew rounds: still one leader
+    const leaders = replicas.filter((r) => r.state.leading);
+    assert.equal(leaders.length, 1);
+    const first = leaders[0] as (typeof replicas)[number];
+    const started = Date.now();
+    await first.elector.stop();
+    await until(() => replicas.some((r) => r !== first && r.state.leading));
+    assert.ok(Date.now() - started < 1500, 'a released Lease is taken without waiting for its duration');
+    assert.equal(replicas.filter((r) => r.state.leading).length, 1);
+    for (const r of replicas) await r.elector.stop();
+  });
+
+  it('takes over a vanished leader only after the lease duration', async () => {
+    const namespace = await createNamespace(fixture.cp.admin, 'lease');
+    // A replica that crashed while leading: its Lease stays, renewed just now, never again.
+    const now = new Date().toISOString().replace(/(\.\d{3})Z$/, '$1000Z');
+    await fixture.cp.admin.create(Resources.lease, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'hm-test', namespace },
+      spec: {
+        holderIdentity: 'crashed',
+        leaseDurationSeconds: 2,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: 0,
+      },
+    } as KubeObject);
+    const next = replica(namespace, 'next', 2000);
+    const started = Date.now();
+    next.elector.start();
+    await until(() => next.state.leading, 10_000);
+    assert.ok(Date.now() - started >= 1800, `took over after ${Date.now() - started} ms`);
+    const lease = await fixture.cp.admin.get<
+      KubeObject & { spec?: { holderIdentity?: string; leaseTransitions?: number } }
+    >(Resources.lease, { namespace, name: 'hm-test' });
+    assert.equal(lease.spec?.holderIdentity, 'next');
+    assert.equal(lease.spec?.leaseTransitions, 1);
+    await next.elector.stop();
+  });
+});
