@@ -75,11 +75,11 @@ export async function runPlugin(
   let watchdog: NodeJS.Timeout | undefined;
   // Replaced once the server exists; a crash before that has nothing to close.
   let closeServer = (): Promise<void> => Promise.resolve();
-  const finish = (code: number, why: string): void => {
+  const finish = (code: number, why: string, level: 'info' | 'debug' = 'debug'): void => {
     if (finished) return;
     finished = true;
     clearTimeout(watchdog);
-    logger.debug(why);
+    logger[level](why);
     exit(code);
     void closeServer();
   };
@@ -113,7 +113,8 @@ export async function runPlugin(
   const server = new RpcServer({
     services: driverServices(driver, {
       logger,
-      onClose: () => finish(0, 'Closing plugin on server side'),
+      // rancher-machine shows it as `(machine) Closing plugin on server side`, as for the Go plugin.
+      onClose: () => finish(0, 'Closing plugin on server side', 'info'),
     }),
     registry: driverRegistry(),
     logger,
