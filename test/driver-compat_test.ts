@@ -72,20 +72,41 @@ describe('drop-in compatibility', () => {
   it('loads a config.json written by the Go driver, removes its machine and saves back every field', async () => {
     const { sandbox } = fixture;
     const name = 'gocfg-pool1-58c4d-x7k2p';
-    const created = newMachine({ name, kubeconfig: sandbox.kubeconfigs.harvesterViaRancher, storePath: store, clusterName: 'gocfg' });
+    const created = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterViaRancher,
+      storePath: store,
+      clusterName: 'gocfg',
+    });
     await created.driver.create();
     created.driver.close();
     const boot = await vmPvcNames(sandbox.harvester.admin, ns, name);
 
-    const raw = goConfigJson(name, sandbox.kubeconfigs.harvesterViaRancher, 'gocfg', created.driver.config.IPAddress);
+    const raw = goConfigJson(
+      name,
+      sandbox.kubeconfigs.harvesterViaRancher,
+      'gocfg',
+      created.driver.config.IPAddress,
+    );
     const { driver } = loadMachine(Buffer.from(raw));
-    const roundTrip = JSON.parse(Buffer.from(driver.getConfigRaw()).toString('utf8')) as Record<string, unknown>;
+    const roundTrip = JSON.parse(Buffer.from(driver.getConfigRaw()).toString('utf8')) as Record<
+      string,
+      unknown
+    >;
     const original = JSON.parse(raw) as Record<string, unknown>;
-    for (const [key, value] of Object.entries(original)) assert.deepEqual(roundTrip[key], value, `field ${key} saved back`);
-    assert.deepEqual(Object.keys(roundTrip).slice(0, Object.keys(original).length), Object.keys(original), 'Go field order');
+    for (const [key, value] of Object.entries(original))
+      assert.deepEqual(roundTrip[key], value, `field ${key} saved back`);
+    assert.deepEqual(
+      Object.keys(roundTrip).slice(0, Object.keys(original).length),
+      Object.keys(original),
+      'Go field order',
+    );
 
     await driver.remove();
-    assert.equal(await sandbox.harvester.admin.find(Resources.virtualMachine, { namespace: ns, name }), undefined);
+    assert.equal(
+      await sandbox.harvester.admin.find(Resources.virtualMachine, { namespace: ns, name }),
+      undefined,
+    );
     for (const pvc of boot) await waitPvcGone(sandbox.harvester.admin, ns, pvc);
     driver.close();
   });
@@ -104,10 +125,19 @@ describe('idempotency', () => {
         clusterName: 'halfdone',
         flags: { 'harvester-ip-timeout': 2 },
       });
-      const err = await first.driver.create().then(() => undefined, (e: unknown) => e);
+      const err = await first.driver.create().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof KubeError && err.kind === 'Timeout', String(err));
-      assert.match(err.message, /timed out after 2 s waiting for VM default\/halfdone-pool1-2a9b3-q1w2e to report an IP address/);
-      assert.match(err.message, /last seen: VM instance Running, 1 interface\(s\) reported, none with a usable address/);
+      assert.match(
+        err.message,
+        /timed out after 2 s waiting for VM default\/halfdone-pool1-2a9b3-q1w2e to report an IP address/,
+      );
+      assert.match(
+        err.message,
+        /last seen: VM instance Running, 1 interface\(s\) reported, none with a usable address/,
+      );
       first.driver.close();
     } finally {
       sandbox.standIns.configure({ noIp: () => false });
@@ -115,14 +145,22 @@ describe('idempotency', () => {
     const vmBefore = await sandbox.harvester.admin.get<Vm>(Resources.virtualMachine, { namespace: ns, name });
     const disksBefore = await vmPvcNames(sandbox.harvester.admin, ns, name);
 
-    const second = newMachine({ name, kubeconfig: sandbox.kubeconfigs.harvesterDirect, storePath: store, clusterName: 'halfdone' });
+    const second = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterDirect,
+      storePath: store,
+      clusterName: 'halfdone',
+    });
     await second.driver.preCreateCheck();
     await second.driver.create();
     assert.ok(second.driver.config.IPAddress);
     const vmAfter = await sandbox.harvester.admin.get<Vm>(Resources.virtualMachine, { namespace: ns, name });
     assert.equal(vmAfter.metadata.uid, vmBefore.metadata.uid, 'the same VM');
     assert.deepEqual(await vmPvcNames(sandbox.harvester.admin, ns, name), disksBefore, 'no second boot disk');
-    const vms = await sandbox.harvester.admin.list<KubeObject>(Resources.virtualMachine, { namespace: ns, labelSelector: `harvesterhci.io/vmName=${name}` });
+    const vms = await sandbox.harvester.admin.list<KubeObject>(Resources.virtualMachine, {
+      namespace: ns,
+      labelSelector: `harvesterhci.io/vmName=${name}`,
+    });
     assert.equal(vms.items.length, 1);
     await second.driver.remove();
     second.driver.close();
@@ -131,10 +169,23 @@ describe('idempotency', () => {
   it('refuses to take over a VM of the same name that another machine owns', async () => {
     const { sandbox } = fixture;
     const name = 'taken-pool1-9f8e7-zz9y8';
-    const owner = newMachine({ name, kubeconfig: sandbox.kubeconfigs.harvesterDirect, storePath: store, clusterName: 'owner' });
+    const owner = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterDirect,
+      storePath: store,
+      clusterName: 'owner',
+    });
     await owner.driver.create();
-    const intruder = newMachine({ name, kubeconfig: sandbox.kubeconfigs.harvesterDirect, storePath: store, clusterName: 'other' });
-    await assert.rejects(intruder.driver.preCreateCheck(), /machine taken-pool1-9f8e7-zz9y8 already exists in namespace default/);
+    const intruder = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterDirect,
+      storePath: store,
+      clusterName: 'other',
+    });
+    await assert.rejects(
+      intruder.driver.preCreateCheck(),
+      /machine taken-pool1-9f8e7-zz9y8 already exists in namespace default/,
+    );
     await owner.driver.remove();
     owner.driver.close();
     intruder.driver.close();
@@ -149,24 +200,49 @@ describe('bad input', () => {
     ['affinity is not JSON', { 'harvester-vm-affinity': '{affinity' }, /--harvester-vm-affinity: /],
     ['negative disk size', { 'harvester-disk-size': -5 }, /--harvester-disk-size: /],
     ['unknown disk bus', { 'harvester-disk-bus': 'floppy' }, /--harvester-disk-bus: /],
-    ['invalid network data', { 'harvester-network-data': 'version: 1\nconfig: 7' }, /--harvester-network-data: /],
-    ['garbage kubeconfig', { 'harvester-kubeconfig-content': ':::not yaml:::' }, /--harvester-kubeconfig-content: /],
-    ['truncated kubeconfig', { 'harvester-kubeconfig-content': 'apiVersion: v1\nclusters:\n- cluster:\n    server: https://' }, /--harvester-kubeconfig-content: /],
+    [
+      'invalid network data',
+      { 'harvester-network-data': 'version: 1\nconfig: 7' },
+      /--harvester-network-data: /,
+    ],
+    [
+      'garbage kubeconfig',
+      { 'harvester-kubeconfig-content': ':::not yaml:::' },
+      /--harvester-kubeconfig-content: /,
+    ],
+    [
+      'truncated kubeconfig',
+      { 'harvester-kubeconfig-content': 'apiVersion: v1\nclusters:\n- cluster:\n    server: https://' },
+      /--harvester-kubeconfig-content: /,
+    ],
     [
       'kubeconfig without a current context',
-      { 'harvester-kubeconfig-content': 'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n' },
+      {
+        'harvester-kubeconfig-content':
+          'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n',
+      },
       /--harvester-kubeconfig-content: .*context/,
     ],
     ['secure boot without EFI', { 'harvester-enable-secure-boot': true }, /--harvester-enable-secure-boot: /],
-    ['key pair without a private key', { 'harvester-key-pair-name': 'sandbox-key' }, /--harvester-ssh-private-key-path|--harvester-key-pair-name/],
+    [
+      'key pair without a private key',
+      { 'harvester-key-pair-name': 'sandbox-key' },
+      /--harvester-ssh-private-key-path|--harvester-key-pair-name/,
+    ],
   ];
   for (const [what, flags, expected] of cases) {
     it(`refuses ${what}, naming the flag, and creates nothing`, async () => {
       const { sandbox } = fixture;
-      const before = await sandbox.harvester.admin.list<KubeObject>(Resources.virtualMachine, { namespace: ns });
+      const before = await sandbox.harvester.admin.list<KubeObject>(Resources.virtualMachine, {
+        namespace: ns,
+      });
       const driver = new HarvesterDriver();
       driver.setConfigRaw(Buffer.from(JSON.stringify({ MachineName: 'bad-input-1', StorePath: store })));
-      const values = machineFlags({ name: 'bad-input-1', kubeconfig: sandbox.kubeconfigs.harvesterDirect, storePath: store });
+      const values = machineFlags({
+        name: 'bad-input-1',
+        kubeconfig: sandbox.kubeconfigs.harvesterDirect,
+        storePath: store,
+      });
       for (const [k, v] of Object.entries(flags)) values.set(k, v);
       const err = (() => {
         try {
@@ -179,7 +255,9 @@ describe('bad input', () => {
       assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
       assert.match(err.message, expected);
       assert.doesNotMatch(err.message, /BEGIN|token:|client-key/);
-      const after = await sandbox.harvester.admin.list<KubeObject>(Resources.virtualMachine, { namespace: ns });
+      const after = await sandbox.harvester.admin.list<KubeObject>(Resources.virtualMachine, {
+        namespace: ns,
+      });
       assert.equal(after.items.length, before.items.length);
     });
   }
@@ -190,14 +268,23 @@ describe('bad input', () => {
       name: 'missing-things-1',
       kubeconfig: sandbox.kubeconfigs.harvesterDirect,
       storePath: store,
-      flags: { 'harvester-image-name': 'default/no-such-image', 'harvester-network-name': 'default/no-such-net' },
+      flags: {
+        'harvester-image-name': 'default/no-such-image',
+        'harvester-network-name': 'default/no-such-net',
+      },
     });
     await assert.rejects(driver.preCreateCheck(), (err: Error) => {
       assert.match(err.message, /image default\/no-such-image \(--harvester-image-name\) not found/);
       assert.match(err.message, /network default\/no-such-net \(--harvester-network-name\) not found/);
       return true;
     });
-    assert.equal(await sandbox.harvester.admin.find(Resources.virtualMachine, { namespace: ns, name: 'missing-things-1' }), undefined);
+    assert.equal(
+      await sandbox.harvester.admin.find(Resources.virtualMachine, {
+        namespace: ns,
+        name: 'missing-things-1',
+      }),
+      undefined,
+    );
     driver.close();
   });
 });
@@ -216,17 +303,29 @@ describe('stuck removal', () => {
     await m.driver.create();
     sandbox.standIns.faults.holdRemoval(ns, name);
     try {
-      const err = await m.driver.remove().then(() => undefined, (e: unknown) => e);
+      const err = await m.driver.remove().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof KubeError && err.kind === 'Timeout', String(err));
-      assert.match(err.message, /timed out after 3 s waiting for VM default\/stuck-pool1-1b2c3-d4e5f to be removed/);
-      assert.match(err.message, /held by finalizers? (.*, )?wrangler\.cattle\.io\/VMController\.CleanupPVCAndSnapshot \(Harvester's VM controller has not finished deleting its volumes/);
+      assert.match(
+        err.message,
+        /timed out after 3 s waiting for VM default\/stuck-pool1-1b2c3-d4e5f to be removed/,
+      );
+      assert.match(
+        err.message,
+        /held by finalizers? (.*, )?wrangler\.cattle\.io\/VMController\.CleanupPVCAndSnapshot \(Harvester's VM controller has not finished deleting its volumes/,
+      );
     } finally {
       sandbox.standIns.faults.releaseRemoval(ns, name);
     }
     // Rancher reruns the rm job; the garbage collector's backoff can take a few seconds more.
     m.driver.config.HarvesterMachine.RemoveTimeoutSeconds = 60;
     await m.driver.remove();
-    assert.equal(await sandbox.harvester.admin.find(Resources.virtualMachine, { namespace: ns, name }), undefined);
+    assert.equal(
+      await sandbox.harvester.admin.find(Resources.virtualMachine, { namespace: ns, name }),
+      undefined,
+    );
     m.driver.close();
   });
 });

@@ -116,11 +116,24 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Problems quote the values they refuse; a hostile or mistaken value can be megabytes long
+ * (a kubeconfig pasted into the wrong field). Long quoted values and long unbroken runs are
+ * cut, and a message never exceeds MAX_PROBLEM_CHARS.
+ */
+const MAX_PROBLEM_CHARS = 1_000;
+function clipValues(phrase: string): string {
+  const clipped = phrase
+    .replace(/"([^"]{61,})"/g, (_, v: string) => `"${v.slice(0, 60)}…" (${v.length} characters)`)
+    .replace(/[^\s"]{81,}/g, (v) => `${v.slice(0, 80)}… (${v.length} characters)`);
+  return clipped.length > MAX_PROBLEM_CHARS ? `${clipped.slice(0, MAX_PROBLEM_CHARS)}… (cut)` : clipped;
+}
+
 class Problems {
   readonly list: ConfigProblem[] = [];
   add(spec: FlagSpec, phrase: string): void {
     const flag = cliName(spec);
-    this.list.push({ flag, message: `${flag}: ${phrase}` });
+    this.list.push({ flag, message: `${flag}: ${clipValues(phrase)}` });
   }
   addAll(spec: FlagSpec, phrases: readonly string[]): void {
     for (const p of phrases) this.add(spec, p);
@@ -446,6 +459,31 @@ function checkTimeouts(cfg: DriverConfig, problems: Problems): void {
   check(FLAGS.createTimeout, o.CreateTimeoutSeconds);
   check(FLAGS.ipTimeout, o.IPTimeoutSeconds);
   check(FLAGS.removeTimeout, o.RemoveTimeoutSeconds);
+}
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * What every operation needs before it may address Harvester: the VM's name and namespace.
+ * A saved config.json can hold anything; an empty name would turn a GET of the VM into a
+ * list and a DELETE into a delete of the whole collection.
+ */
+export function identityProblems(cfg: GoDriverConfig): ConfigProblem[] {
+  const problems = new Problems();
+  const list = problems.list;
+  if (!DNS_SUBDOMAIN.test(cfg.MachineName)) {
+    list.push({
+      flag: 'MachineName',
+      message: `MachineName: ${clipValues(`"${cfg.MachineName}"`)} is not a VM name (lowercase letters, digits, - and ., at most 253)`,
+    });
+  }
+  if (!DNS_LABEL.test(cfg.VMNamespace)) {
+    problems.add(
+      FLAGS.vmNamespace,
+      `"${cfg.VMNamespace}" is not a namespace name (lowercase letters, digits and -, at most 63)`,
+    );
+  }
+  return list;
 }
 
 /** Every problem of a config (from flags or a saved config.json), each naming its flag. */

@@ -1,7 +1,8 @@
 // A rejected credential is the most common reason an old machine cannot be removed
 // (expired Rancher cloud credentials). It becomes one error that says so: which
 // server refused which credential (never its secret), where the credential came
-// from, its expiry when known, that nothing was changed, and what to do.
+// from, its expiry when known, what the operation had changed before (usually nothing), and
+// what to do.
 import type { CredentialDescription, KubeError } from '../kube/errors.js';
 
 import type { CredentialSource as SavedCredentialSource } from './go-json.js';
@@ -53,17 +54,24 @@ export function describeExpiry(expiresAt: Date | undefined, now: Date): string {
     : `it is valid until ${expiresAt.toISOString()} (in ${relative(delta)}), so it was revoked or is not known to this server`;
 }
 
+/**
+ * `changes`: what the operation had already done on Harvester when the credential was refused
+ * (a token can expire in the middle of a create's or a remove's wait).
+ */
 export function credentialRejected(
   err: KubeError,
   source: CredentialSource,
   now: Date = new Date(),
+  changes: readonly string[] = [],
 ): CredentialRejectedError {
   const credential = err.extra.credential ?? { server: '(unknown server)' };
   const who = credential.identity ?? 'the credential';
   const lines = [
     `Harvester credential rejected: ${err.message}`,
     `The credential is ${who}, ${SOURCE_TEXT[source]}; ${describeExpiry(credential.expiresAt, now)}.`,
-    'Nothing was changed on Harvester.',
+    changes.length === 0
+      ? 'Nothing was changed on Harvester.'
+      : `Before it was refused, this operation had ${changes.join('; ')}; running it again with a valid credential continues from there.`,
     'To fix: renew the Harvester cloud credential in Rancher (Cluster Management > Cloud Credentials > Renew). ' +
       'Do not create a new credential instead: existing machines still reference the old one. ' +
       'Or pass a fresh kubeconfig with --harvester-kubeconfig-content or HARVESTER_KUBECONFIG_CONTENT.',

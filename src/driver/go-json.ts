@@ -214,7 +214,9 @@ function renderObject(kind: FieldKind, value: unknown): string {
 /** Go leaves a missing list nil; we read it as empty. */
 function withList(raw: string, key: string): string {
   const obj = JSON.parse(raw) as Record<string, unknown>;
-  if (obj[key] === undefined || obj[key] === null) obj[key] = [];
+  // Not written again when present: JSON.stringify of hostile nesting overflows the stack.
+  if (obj[key] !== undefined && obj[key] !== null) return raw;
+  obj[key] = [];
   return JSON.stringify(obj);
 }
 
@@ -225,12 +227,22 @@ function decodeObject(
   where: string,
   problems: string[],
 ): unknown {
-  const parsed =
-    kind === 'diskInfo'
-      ? parseDiskInfo(withList(raw, 'disks'))
-      : kind === 'networkInfo'
-        ? parseNetworkInfo(withList(raw, 'interfaces'))
-        : parseVGPUInfo(raw);
+  let parsed;
+  try {
+    parsed =
+      kind === 'diskInfo'
+        ? parseDiskInfo(withList(raw, 'disks'))
+        : kind === 'networkInfo'
+          ? parseNetworkInfo(withList(raw, 'interfaces'))
+          : parseVGPUInfo(raw);
+  } catch (err) {
+    // Nesting tens of thousands deep (hostile input) exhausts the stack of the JSON functions.
+    if (!(err instanceof RangeError)) throw err;
+    problems.push(
+      `${where} is nested too deeply to be a ${kind === 'diskInfo' ? 'disk' : kind === 'networkInfo' ? 'network' : 'vGPU'} list`,
+    );
+    return current;
+  }
   if (parsed.value) return parsed.value;
   problems.push(...parsed.problems.map((p) => `${where} ${p}`));
   return current;

@@ -39,11 +39,24 @@ export type Vm = VirtualMachine & KubeObject;
 export type Vmi = VirtualMachineInstance & KubeObject;
 export type Pvc = PersistentVolumeClaim & KubeObject;
 
+const ref = (m: { namespace?: string; name?: string }): string => `${m.namespace ?? ''}/${m.name ?? ''}`;
+
 export class HarvesterApi {
+  /**
+   * What this operation has changed on Harvester so far, so that a credential refused half-way
+   * says so instead of claiming that nothing changed (one HarvesterApi per operation: forOperation).
+   */
+  private readonly changes: string[] = [];
+
   constructor(
     readonly client: KubeClient,
     private readonly source: CredentialSource,
   ) {}
+
+  /** A view for one operation: the same client, its own record of changes. */
+  forOperation(): HarvesterApi {
+    return new HarvesterApi(this.client, this.source);
+  }
 
   static fromKubeconfig(
     content: string,
@@ -63,9 +76,16 @@ export class HarvesterApi {
       return await call();
     } catch (err) {
       if (err instanceof KubeError && err.kind === 'CredentialRejected')
-        throw credentialRejected(err, this.source);
+        throw credentialRejected(err, this.source, new Date(), this.changes);
       throw err;
     }
+  }
+
+  /** A guarded write, remembered once it succeeded (unless `changed` says it changed nothing). */
+  private async write<T>(change: string, call: () => Promise<T>, changed = (_: T) => true): Promise<T> {
+    const result = await this.guard(call);
+    if (changed(result)) this.changes.push(change);
+    return result;
   }
 
   findVm(namespace: string, name: string): Promise<Vm | undefined> {
@@ -107,17 +127,19 @@ export class HarvesterApi {
   }
 
   createVm(vm: VirtualMachine): Promise<Vm> {
-    return this.guard(() => this.client.create<Vm>(Resources.virtualMachine, vm as Vm));
+    return this.write(`created VM ${ref(vm.metadata)}`, () =>
+      this.client.create<Vm>(Resources.virtualMachine, vm as Vm),
+    );
   }
 
   createSecret(secret: Secret): Promise<Secret & KubeObject> {
-    return this.guard(() =>
+    return this.write(`created Secret ${ref(secret.metadata)}`, () =>
       this.client.create<Secret & KubeObject>(Resources.secret, secret as Secret & KubeObject),
     );
   }
 
   updateSecret(secret: Secret): Promise<Secret & KubeObject> {
-    return this.guard(() =>
+    return this.write(`updated Secret ${ref(secret.metadata)}`, () =>
       this.client.update<Secret & KubeObject>(Resources.secret, secret as Secret & KubeObject),
     );
   }
@@ -129,7 +151,7 @@ export class HarvesterApi {
   /** A merge patch carrying the resourceVersion read: Conflict when someone changed the VM since. */
   patchVmAnnotations(vm: Vm, annotations: Record<string, string | null>): Promise<Vm> {
     const { namespace, name, resourceVersion } = vm.metadata;
-    return this.guard(() =>
+    return this.write(`annotated VM ${ref(vm.metadata)} (${Object.keys(annotations).join(', ')})`, () =>
       this.client.patch<Vm>(
         Resources.virtualMachine,
         { namespace: namespace ?? '', name: name ?? '' },
@@ -141,18 +163,23 @@ export class HarvesterApi {
   /** Foreground deletion, only of the VM we read (uid precondition); false when already gone. */
   deleteVm(vm: Vm): Promise<boolean> {
     const { namespace, name, uid } = vm.metadata;
-    return this.guard(() =>
-      this.client.delete(
-        Resources.virtualMachine,
-        { namespace: namespace ?? '', name: name ?? '' },
-        { propagationPolicy: 'Foreground', ...(uid ? { preconditions: { uid } } : {}) },
-      ),
+    return this.write(
+      `started deleting VM ${ref(vm.metadata)}`,
+      () =>
+        this.client.delete(
+          Resources.virtualMachine,
+          { namespace: namespace ?? '', name: name ?? '' },
+          { propagationPolicy: 'Foreground', ...(uid ? { preconditions: { uid } } : {}) },
+        ),
+      (deleted) => deleted,
     );
   }
 
   deletePvc(namespace: string, name: string, uid?: string): Promise<boolean> {
-    return this.guard(() =>
-      this.client.delete(Resources.pvc, { namespace, name }, uid ? { preconditions: { uid } } : {}),
+    return this.write(
+      `deleted PVC ${namespace}/${name}`,
+      () => this.client.delete(Resources.pvc, { namespace, name }, uid ? { preconditions: { uid } } : {}),
+      (deleted) => deleted,
     );
   }
 
@@ -166,7 +193,7 @@ export class HarvesterApi {
       namespaced: true,
     };
     const at = { namespace, name, subresource: action };
-    return this.guard(() =>
+    return this.write(`asked KubeVirt to ${action} VM ${namespace}/${name}`, () =>
       this.client.call({
         method: 'PUT',
         path: resourcePath(type, at),

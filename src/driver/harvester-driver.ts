@@ -4,9 +4,15 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { createLogger, type Logger } from '../log/logger.js';
-import { ConfigError, configFromFlags, newDriverConfig, type DriverConfig } from './config.js';
+import {
+  ConfigError,
+  configFromFlags,
+  identityProblems,
+  newDriverConfig,
+  type DriverConfig,
+} from './config.js';
 import type { CredentialSource } from './credential-error.js';
-import { createFlags } from './flags.js';
+import { cliName, createFlags, FLAGS } from './flags.js';
 import {
   applyFreshCredential,
   parseSavedConfig,
@@ -15,6 +21,7 @@ import {
   type SavedConfig,
 } from './go-json.js';
 import { HarvesterApi } from './harvester-api.js';
+import { kubeconfigProblems } from './kubeconfig-content.js';
 import type { FlagValues, McnFlag, MachineDriver, MachineState } from './machine-driver.js';
 import type { OperationContext, ProgressEvent } from './operations/context.js';
 import { createMachine } from './operations/create.js';
@@ -22,6 +29,7 @@ import { dockerUrl, machineIp, machineIpv6, machineState } from './operations/ma
 import { killMachine, restartMachine, startMachine, stopMachine } from './operations/power.js';
 import { preCreateCheck } from './operations/pre-create-check.js';
 import { removeMachine, planMachineRemoval } from './operations/remove.js';
+import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import type { RemovalPlan } from '../harvester/removal-plan.js';
 import type { KubeClientOptions } from '../kube/client.js';
 
@@ -144,11 +152,17 @@ export class HarvesterDriver implements MachineDriver {
     await this.run((ctx) => removeMachine(ctx));
   }
 
-  /** What remove() would delete, without changing anything (the CLI's dry run). */
-  planRemoval(): Promise<RemovalPlan | undefined> {
+  /**
+   * What remove() would delete, without changing anything (the CLI's dry run).
+   * `wholeCluster` previews it as if Rancher had annotated the VM for a whole-cluster deletion.
+   */
+  planRemoval(options: { wholeCluster?: boolean } = {}): Promise<RemovalPlan | undefined> {
     return this.run(async (ctx) => {
       const vm = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
-      return vm ? planMachineRemoval(ctx, vm) : undefined;
+      if (!vm) return undefined;
+      if (!options.wholeCluster) return planMachineRemoval(ctx, vm);
+      const annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' };
+      return planMachineRemoval(ctx, { ...vm, metadata: { ...vm.metadata, annotations } });
     });
   }
 
@@ -176,6 +190,13 @@ export class HarvesterDriver implements MachineDriver {
   private harvesterApi(): HarvesterApi {
     const content = this.kubeconfigContent();
     if (!this.api || this.apiKubeconfig !== content) {
+      // A saved config.json skipped the flag checks: say which setting is broken rather than
+      // let the client's loader fail with "the kubeconfig has no current cluster".
+      const flag = cliName(FLAGS.kubeconfigContent);
+      const problems = kubeconfigProblems(content);
+      if (problems.length > 0) {
+        throw new ConfigError(problems.map((p) => ({ flag, message: `${flag}: the kubeconfig ${p}` })));
+      }
       this.api?.close();
       this.api = HarvesterApi.fromKubeconfig(content, this.source, this.options.clientOptions);
       this.apiKubeconfig = content;
@@ -198,9 +219,13 @@ export class HarvesterDriver implements MachineDriver {
   }
 
   private async run<T>(operation: (ctx: OperationContext) => Promise<T>): Promise<T> {
+    // Every call names its VM by these two: an empty or malformed one (a hostile config.json)
+    // would address the whole collection (GET lists, DELETE deletes every VM) or another object.
+    const identity = identityProblems(this.config);
+    if (identity.length > 0) throw new ConfigError(identity);
     const ctx: OperationContext = {
       config: this.config,
-      api: this.harvesterApi(),
+      api: this.harvesterApi().forOperation(),
       log: this.log,
       sshKeyPath: this.getSSHKeyPath(),
       ...(this.options.progress ? { progress: this.options.progress } : {}),

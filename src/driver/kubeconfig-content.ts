@@ -75,7 +75,7 @@ function parseProblems(text: string): string[] {
   return [];
 }
 
-function serverProblem(server: string): string | undefined {
+function serverProblem(server: string, skipTLSVerify: boolean): string | undefined {
   let url: URL;
   try {
     url = new URL(server);
@@ -86,6 +86,10 @@ function serverProblem(server: string): string | undefined {
     return `has a cluster server with scheme "${url.protocol}" (expected https:// or http://)`;
   }
   if (url.hostname === '') return 'has a cluster server URL without a host';
+  // client-node refuses plain HTTP otherwise, at the first request and without naming the flag.
+  if (url.protocol === 'http:' && !skipTLSVerify) {
+    return 'has an http:// cluster server without insecure-skip-tls-verify: true (use https://)';
+  }
   return undefined;
 }
 
@@ -115,7 +119,7 @@ function load(text: string): Loaded {
   if (!cluster) {
     problems.push(`context "${contextName}" names cluster "${context.cluster}", which is not in clusters`);
   } else {
-    const bad = serverProblem(cluster.server);
+    const bad = serverProblem(cluster.server, cluster.skipTLSVerify);
     if (bad) problems.push(bad);
   }
   if (!context.user) problems.push(`context "${contextName}" names no user`);

@@ -20,6 +20,7 @@ import type {
   Secret,
   VirtualMachine,
   VirtualMachineInstance,
+  VMIVolumeStatus,
   Volume,
 } from './types.js';
 
@@ -66,7 +67,7 @@ interface OwnClaim {
 }
 
 /** The PVCs a VM's volumes use; for protection, DataVolumes count too (their PVC has their name). */
-function referencedClaims(volumes: readonly Volume[] | undefined): string[] {
+export function referencedClaims(volumes: readonly Volume[] | undefined): string[] {
   const names: string[] = [];
   for (const v of volumes ?? []) {
     if (v.persistentVolumeClaim?.claimName) names.push(v.persistentVolumeClaim.claimName);
@@ -94,19 +95,38 @@ function ownClaims(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined):
         hotplugged: pvc.hotpluggable === true,
       });
   };
-  const vmVolumes = vm.spec.template.spec.volumes ?? [];
-  vmVolumes.forEach(add);
-  (vmi?.spec?.volumes ?? []).forEach(add);
-  const vmiVolumes = vmi?.spec?.volumes ?? [];
-  for (const status of vmi?.status?.volumeStatus ?? []) {
-    if (!status.hotplugVolume) continue;
-    const volume = [...vmVolumes, ...vmiVolumes].find((v) => v.name === status.name);
-    const claimName = volume?.persistentVolumeClaim?.claimName ?? status.persistentVolumeClaimInfo?.claimName;
-    const claim = claimName ? byClaim.get(claimName) : undefined;
-    if (claim) claim.hotplugged = true;
-    else if (claimName) byClaim.set(claimName, { claimName, volumeName: status.name, hotplugged: true });
+  const volumes = [...(vm.spec.template.spec.volumes ?? []), ...(vmi?.spec?.volumes ?? [])];
+  volumes.forEach(add);
+  const hotEntries = (vmi?.status?.volumeStatus ?? []).filter((s) => s.hotplugVolume);
+  for (const status of hotEntries) {
+    for (const claimName of claimsOfStatusEntry(status, volumes)) {
+      const claim = byClaim.get(claimName);
+      if (claim) claim.hotplugged = true;
+      else byClaim.set(claimName, { claimName, volumeName: status.name, hotplugged: true });
+    }
+  }
+  // A DataVolume's PVC has its name. DataVolumes are never planned (the Go driver leaves them
+  // alone), but one that is hot-plugged makes a claim of the same name hot-plugged too.
+  const hotNames = new Set(hotEntries.map((s) => s.name));
+  for (const v of volumes) {
+    const claim = v.dataVolume ? byClaim.get(v.dataVolume.name) : undefined;
+    if (claim && (v.dataVolume?.hotpluggable === true || hotNames.has(v.name))) claim.hotplugged = true;
   }
   return [...byClaim.values()];
+}
+
+/**
+ * The claims a VMI volume-status entry can mean. It is about the VMI's volume of that name,
+ * but a template edited since the VMI started can give the name another claim: all count.
+ */
+function claimsOfStatusEntry(status: VMIVolumeStatus, volumes: readonly Volume[]): Set<string> {
+  const claimNames = new Set<string>();
+  for (const v of volumes) {
+    if (v.name === status.name && v.persistentVolumeClaim?.claimName)
+      claimNames.add(v.persistentVolumeClaim.claimName);
+  }
+  if (status.persistentVolumeClaimInfo?.claimName) claimNames.add(status.persistentVolumeClaimInfo.claimName);
+  return claimNames;
 }
 
 function ownedSecrets(inputs: RemovalInputs, namespace: string): PlannedItem[] {

@@ -66,11 +66,35 @@ function withQuery(path: string, query: Query | undefined): string {
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Verbs on one object need its name: without one the path is the collection's, and a GET
+ * would list, a DELETE delete every object of the namespace, a PATCH or PUT fail obscurely.
+ */
+function nameless(operation: string, name: string | undefined): Promise<never> | undefined {
+  if (name) return undefined;
+  return Promise.reject(
+    new KubeError(
+      'BadRequest',
+      operation,
+      `${operation}: no object name given (refusing to address the whole collection)`,
+    ),
+  );
+}
+
+/**
+ * An apiserver that has just started serves requests before its authenticators and its RBAC
+ * authorizer have filled their caches: for a moment valid tokens get 401 and permitted users
+ * 403. So for this long after the server was seen unreachable or failing, a refusal may be
+ * that moment and is tried again (within the same bounded attempts and deadlines).
+ */
+const STARTUP_GRACE_MS = 30_000;
+
 export class KubeClient {
   readonly transport: Transport;
   private readonly requestTimeoutMs: number;
   private readonly retry: RetryPolicy;
   private readonly sleep: (ms: number) => Promise<void>;
+  private lastOutageAt = Number.NEGATIVE_INFINITY;
 
   private constructor(
     readonly kubeConfig: KubeConfig,
@@ -126,10 +150,31 @@ export class KubeClient {
         });
         return (res.body ? JSON.parse(res.body) : {}) as T;
       } catch (err) {
-        if (!isRetryable(err) || attempt >= this.retry.attempts) throw err;
+        this.noteOutage(err);
+        if (!this.isTransient(err) || attempt >= this.retry.attempts) throw err;
         await this.sleep(this.backoff(attempt, err as KubeError));
       }
     }
+  }
+
+  /** Remembers when the server was last unreachable or failing (see STARTUP_GRACE_MS). */
+  private noteOutage(err: unknown): void {
+    if (err instanceof KubeError && (err.kind === 'Unreachable' || err.kind === 'ServerError')) {
+      this.lastOutageAt = Date.now();
+    }
+  }
+
+  /**
+   * Worth another try: the retryable kinds, and a refused credential or a 403 shortly after
+   * an outage (an apiserver starting up). Waits use it too.
+   */
+  isTransient(err: unknown): boolean {
+    if (isRetryable(err)) return true;
+    return (
+      err instanceof KubeError &&
+      (err.kind === 'CredentialRejected' || err.kind === 'Forbidden') &&
+      Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
+    );
   }
 
   private backoff(attempt: number, err: KubeError): number {
@@ -141,6 +186,8 @@ export class KubeClient {
   }
 
   get<T extends KubeObject>(type: ResourceType, at: { namespace?: string; name: string }): Promise<T> {
+    const refused = nameless(describeOperation('get', type, at), at.name);
+    if (refused) return refused;
     return this.call<T>({
       method: 'GET',
       path: resourcePath(type, at),
@@ -196,6 +243,8 @@ export class KubeClient {
       name: obj.metadata.name ?? '',
       ...(subresource ? { subresource } : {}),
     };
+    const refused = nameless(describeOperation('update', type, at), at.name);
+    if (refused) return refused;
     return this.call<T>({
       method: 'PUT',
       path: resourcePath(type, at),
@@ -210,6 +259,8 @@ export class KubeClient {
     patch: unknown,
     patchType: PatchType = 'merge',
   ): Promise<T> {
+    const refused = nameless(describeOperation('patch', type, at), at.name);
+    if (refused) return refused;
     return this.call<T>({
       method: 'PATCH',
       path: resourcePath(type, at),
@@ -225,6 +276,8 @@ export class KubeClient {
     at: { namespace?: string; name: string },
     opts: DeleteOptions = {},
   ): Promise<boolean> {
+    const refused = nameless(describeOperation('delete', type, at), at.name);
+    if (refused) return refused;
     const hasBody = opts.propagationPolicy !== undefined || opts.preconditions !== undefined;
     try {
       await this.call<unknown>({
@@ -250,7 +303,14 @@ export class KubeClient {
       'WATCH',
       resourcePath(type, opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
     );
-    return openWatch<T>(this.transport, type, opts, onEvent);
+    const watch = openWatch<T>(this.transport, type, opts, onEvent);
+    return {
+      done: watch.done.catch((err: unknown) => {
+        this.noteOutage(err);
+        throw err;
+      }),
+      stop: watch.stop,
+    };
   }
 
   close(): void {

@@ -2,7 +2,7 @@
 // condition on every event; resumes after dropped watches and apiserver restarts; gives
 // up at a deadline with an error that says what it waited for and what it last saw.
 import type { KubeClient } from './client.js';
-import { KubeError, isRetryable } from './errors.js';
+import { KubeError } from './errors.js';
 import type { KubeObject, ResourceType } from './resources.js';
 
 export interface WaitSpec<T extends KubeObject> {
@@ -87,7 +87,9 @@ export async function waitFor<T extends KubeObject>(
         resourceVersion = undefined; // too old: list again
         continue;
       }
-      if (!isRetryable(err)) throw err;
+      // A watch cut by an apiserver restart lands here; so can the refusals of a server
+      // still starting (KubeClient.isTransient).
+      if (!client.isTransient(err)) throw err;
       failures++;
       resourceVersion = undefined;
       const pause = Math.min(5_000, 200 * 2 ** Math.min(failures, 5));

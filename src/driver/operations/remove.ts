@@ -6,6 +6,7 @@
 import { KubeError } from '../../kube/errors.js';
 import {
   planRemoval,
+  referencedClaims,
   removedPvcsAnnotationValue,
   wantsRemoveAllPvcs,
   type RemovalPlan,
@@ -39,7 +40,10 @@ export async function planMachineRemoval(ctx: OperationContext, vm: Vm): Promise
  * Records the plan on the VM; re-reads and re-plans when the VM changed meanwhile.
  * Undefined when the VM went away meanwhile (an earlier removal finished).
  */
-async function recordPlan(ctx: OperationContext, first: Vm): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
+async function recordPlan(
+  ctx: OperationContext,
+  first: Vm,
+): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
   let vm = first;
   for (let attempt = 1; ; attempt++) {
     const plan = await planMachineRemoval(ctx, vm);
@@ -66,17 +70,22 @@ async function recordPlan(ctx: OperationContext, first: Vm): Promise<{ vm: Vm; p
 async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promise<void> {
   if (plan.pvcs.length === 0) return;
   const ns = ctx.config.VMNamespace;
-  const [pvcs, vms] = await Promise.all([ctx.api.listPvcs(ns), ctx.api.listVms(ns)]);
-  const used = new Set(
-    vms.flatMap((v) =>
-      (v.spec.template.spec?.volumes ?? []).map((vol) => vol.persistentVolumeClaim?.claimName),
-    ),
-  );
-  for (const item of plan.pvcs) {
+  const pvcs = await ctx.api.listPvcs(ns);
+  const left = plan.pvcs.flatMap((item) => {
     const pvc = pvcs.find((p) => p.metadata.name === item.name);
-    if (!pvc || pvc.metadata.deletionTimestamp || used.has(item.name)) continue;
-    ctx.log.info(`Deleting volume ${ns}/${item.name} that Harvester left behind`);
-    await ctx.api.deletePvc(ns, item.name, pvc.metadata.uid);
+    return pvc && !pvc.metadata.deletionTimestamp ? [pvc] : [];
+  });
+  // Usually Harvester deleted them all: then the VMs need not be read.
+  if (left.length === 0) return;
+  // Protection counts every way a VM uses a PVC, DataVolumes included, as the plan does.
+  const used = new Set(
+    (await ctx.api.listVms(ns)).flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)),
+  );
+  for (const pvc of left) {
+    const name = pvc.metadata.name ?? '';
+    if (used.has(name)) continue;
+    ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
+    await ctx.api.deletePvc(ns, name, pvc.metadata.uid);
   }
 }
 

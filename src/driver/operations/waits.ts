@@ -79,7 +79,8 @@ export async function waitStopped(ctx: OperationContext, operation: string): Pro
 /** Who is behind the finalizers a VM can be stuck on, for the operator reading the error. */
 const FINALIZER_MEANING: Record<string, string> = {
   foregroundDeletion: 'its dependents (the VM instance, the cloud-init Secret) are still being deleted',
-  'wrangler.cattle.io/VMController.CleanupPVCAndSnapshot': "Harvester's VM controller has not finished deleting its volumes and snapshots",
+  'wrangler.cattle.io/VMController.CleanupPVCAndSnapshot':
+    "Harvester's VM controller has not finished deleting its volumes and snapshots",
   'kubevirt.io/virtualMachineControllerFinalize': "KubeVirt's VM controller has not finished",
 };
 

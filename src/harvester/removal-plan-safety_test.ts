@@ -1,0 +1,359 @@
+// The removal plan's safety properties (issue 7 §2) over worlds removal-plan_test.ts's
+// generators do not reach: random namespace, VM, claim and guest-cluster names (with
+// near-collisions: case, prefixes, a stray space, an empty value), other VMs named like the
+// one removed or being deleted themselves, DataVolumes, volumes that are not claims, the VM
+// template and the running VMI naming one volume differently (a template edited since the
+// VMI started), and hot-plug known only from the VMI's volume status. Plus one property the
+// other file has no form of: objects in other namespaces never change what is planned.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
+import { planRemoval, type RemovalInputs } from './removal-plan.js';
+import type {
+  PersistentVolumeClaim,
+  VMIVolumeStatus,
+  VirtualMachine,
+  VirtualMachineInstance,
+  Volume,
+} from './types.js';
+
+const dnsLabel = fc.stringMatching(/^[a-z][a-z0-9-]{0,6}[a-z0-9]$/);
+
+interface World {
+  vmName: string;
+  /** The VM's namespace first. */
+  namespaces: string[];
+  claims: string[];
+  /** Label values: the clusters, and near-collisions of them. */
+  clusterValues: string[];
+  clusterName: string;
+}
+
+const worldArb: fc.Arbitrary<World> = fc
+  .record({
+    vmName: dnsLabel,
+    namespaces: fc.uniqueArray(dnsLabel, { minLength: 2, maxLength: 4 }),
+    claims: fc.uniqueArray(dnsLabel, { minLength: 3, maxLength: 10 }),
+    clusters: fc.uniqueArray(dnsLabel, { minLength: 1, maxLength: 3 }),
+  })
+  .chain((w) =>
+    fc.constantFrom('', ...w.clusters).map((clusterName) => ({
+      vmName: w.vmName,
+      namespaces: w.namespaces,
+      claims: w.claims,
+      clusterName,
+      clusterValues: [
+        '',
+        ...w.clusters,
+        ...w.clusters.flatMap((c) => [c.toUpperCase(), `${c}-x`, ` ${c}`, c.slice(0, -1)]),
+      ],
+    })),
+  );
+
+const VOLUME_NAMES = ['disk-0', 'disk-1', 'disk-2', 'data', 'hp-a', 'hp-b', 'cloudinitdisk'];
+
+function volumeArb(w: World): fc.Arbitrary<Volume> {
+  const hot = fc.option(fc.boolean(), { nil: undefined });
+  const name = fc.constantFrom(...VOLUME_NAMES);
+  const claim = fc.constantFrom(...w.claims);
+  return fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc.record({ name, claim, hot }).map(({ name, claim, hot }): Volume => ({
+        name,
+        persistentVolumeClaim: { claimName: claim, ...(hot === undefined ? {} : { hotpluggable: hot }) },
+      })),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({ name, claim, hot }).map(({ name, claim, hot }): Volume => ({
+        name,
+        dataVolume: { name: claim, ...(hot === undefined ? {} : { hotpluggable: hot }) },
+      })),
+    },
+    {
+      weight: 1,
+      arbitrary: name.map((n): Volume => ({ name: n, cloudInitNoCloud: { userData: '#cloud-config\n' } })),
+    },
+  );
+}
+
+/** Volumes with unique names, as KubeVirt requires within one spec. */
+const volumesArb = (w: World, max: number): fc.Arbitrary<Volume[]> =>
+  fc.uniqueArray(volumeArb(w), { maxLength: max, selector: (v) => v.name });
+
+function vm(name: string, namespace: string, volumes: Volume[], deleting = false): VirtualMachine {
+  return {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachine',
+    metadata: {
+      name,
+      namespace,
+      uid: `uid-${namespace}-${name}`,
+      ...(deleting ? { deletionTimestamp: '2025-01-01T00:00:00Z' } : {}),
+    },
+    spec: { runStrategy: 'RerunOnFailure', template: { spec: { domain: { devices: {} }, volumes } } },
+  };
+}
+
+/**
+ * The running VMI: its own volumes (often the template's, sometimes diverged), and a volume
+ * status consistent with them, as KubeVirt writes it: an entry's claim is that of the VMI's
+ * volume of that name; an entry for no volume of the spec is a hot-plug known only there.
+ */
+function vmiArb(w: World, template: Volume[]): fc.Arbitrary<VirtualMachineInstance | undefined> {
+  const statusEntry = (volumes: Volume[]): fc.Arbitrary<VMIVolumeStatus> =>
+    fc
+      .record({
+        name: fc.constantFrom(...VOLUME_NAMES),
+        hot: fc.boolean(),
+        orphanClaim: fc.option(fc.constantFrom(...w.claims), { nil: undefined }),
+      })
+      .map(({ name, hot, orphanClaim }) => {
+        const volume = volumes.find((v) => v.name === name);
+        const claimName = volume
+          ? (volume.persistentVolumeClaim?.claimName ?? volume.dataVolume?.name)
+          : orphanClaim;
+        return {
+          name,
+          ...(claimName ? { persistentVolumeClaimInfo: { claimName } } : {}),
+          ...(hot ? { hotplugVolume: { attachPodName: `hp-${name}` } } : {}),
+        };
+      });
+  const withStatus = (volumes: Volume[]): fc.Arbitrary<VirtualMachineInstance> =>
+    fc.uniqueArray(statusEntry(volumes), { maxLength: 4, selector: (s) => s.name }).map((volumeStatus) => ({
+      metadata: { name: w.vmName, namespace: w.namespaces[0] ?? '' },
+      spec: { volumes },
+      status: { phase: 'Running', volumeStatus },
+    }));
+  return fc.option(
+    fc.oneof(
+      { weight: 3, arbitrary: withStatus(template) },
+      { weight: 1, arbitrary: volumesArb(w, 5).chain(withStatus) },
+    ),
+    { nil: undefined },
+  );
+}
+
+function pvcArb(w: World, namespaces = w.namespaces): fc.Arbitrary<PersistentVolumeClaim> {
+  return fc
+    .record({
+      name: fc.constantFrom(...w.claims),
+      namespace: fc.constantFrom(...namespaces),
+      cluster: fc.option(fc.constantFrom(...w.clusterValues), { nil: undefined }),
+      noise: fc.option(fc.constantFrom(...w.clusterValues), { nil: undefined }),
+    })
+    .map(({ name, namespace, cluster, noise }) => ({
+      metadata: {
+        name,
+        namespace,
+        labels: {
+          ...(cluster === undefined ? {} : { [LABEL_GUEST_CLUSTER_NAME]: cluster }),
+          // Look-alike keys must not count.
+          ...(noise === undefined
+            ? {}
+            : { [`${LABEL_GUEST_CLUSTER_NAME}-old`]: noise, 'cluster.x-k8s.io/cluster-name': noise }),
+        },
+      },
+    }));
+}
+
+function otherVmArb(w: World, namespaces = w.namespaces): fc.Arbitrary<VirtualMachine> {
+  return fc
+    .record({
+      name: fc.oneof(fc.constant(w.vmName), dnsLabel),
+      namespace: fc.constantFrom(...namespaces),
+      volumes: volumesArb(w, 4),
+      deleting: fc.boolean(),
+    })
+    .map(({ name, namespace, volumes, deleting }) => vm(name, namespace, volumes, deleting));
+}
+
+interface Case {
+  w: World;
+  inputs: RemovalInputs;
+}
+
+const caseArb: fc.Arbitrary<Case> = worldArb.chain((w) =>
+  volumesArb(w, 6).chain((template) =>
+    fc
+      .record({
+        vmi: vmiArb(w, template),
+        pvcs: fc.array(pvcArb(w), { maxLength: 14 }),
+        others: fc.array(otherVmArb(w), { maxLength: 5 }),
+        includeSelf: fc.boolean(),
+        removeAll: fc.boolean(),
+      })
+      .map(({ vmi, pvcs, others, includeSelf, removeAll }): Case => {
+        const target = vm(w.vmName, w.namespaces[0] ?? '', template);
+        return {
+          w,
+          inputs: {
+            vm: target,
+            ...(vmi ? { vmi } : {}),
+            pvcsInNamespace: pvcs,
+            vmsInNamespace: includeSelf ? [target, ...others] : others,
+            removeAll,
+            clusterName: w.clusterName,
+          },
+        };
+      }),
+  ),
+);
+
+const planned = (inputs: RemovalInputs): string[] => planRemoval(inputs).pvcs.map((p) => p.name);
+const home = (c: Case): string => c.w.namespaces[0] ?? '';
+const claimsOf = (volumes: readonly Volume[] | undefined): string[] =>
+  (volumes ?? [])
+    .flatMap((v) => [v.persistentVolumeClaim?.claimName, v.dataVolume?.name])
+    .filter((n): n is string => !!n);
+
+/** Every claim some source calls hot-plugged (the oracle, written apart from the implementation). */
+function hotPlugged(inputs: RemovalInputs): Set<string> {
+  const hot = new Set<string>();
+  const specs = [...(inputs.vm.spec.template.spec.volumes ?? []), ...(inputs.vmi?.spec?.volumes ?? [])];
+  for (const v of specs)
+    if (v.persistentVolumeClaim?.hotpluggable) hot.add(v.persistentVolumeClaim.claimName);
+  for (const s of inputs.vmi?.status?.volumeStatus ?? []) {
+    if (!s.hotplugVolume) continue;
+    for (const v of specs) if (v.name === s.name) claimsOf([v]).forEach((c) => hot.add(c));
+    if (s.persistentVolumeClaimInfo?.claimName) hot.add(s.persistentVolumeClaimInfo.claimName);
+  }
+  return hot;
+}
+
+const RUNS = { numRuns: 3_000 };
+
+describe('planRemoval: safety over random worlds', () => {
+  it('plans only the VM’s own claims and PVCs of its namespace', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        // The VM's own: its template's and its VMI's claims, and those its VMI's status names.
+        const own = new Set([
+          ...claimsOf(c.inputs.vm.spec.template.spec.volumes),
+          ...claimsOf(c.inputs.vmi?.spec?.volumes),
+          ...(c.inputs.vmi?.status?.volumeStatus ?? []).flatMap(
+            (s) => s.persistentVolumeClaimInfo?.claimName ?? [],
+          ),
+        ]);
+        const here = new Set(
+          c.inputs.pvcsInNamespace
+            .filter((p) => p.metadata.namespace === home(c))
+            .map((p) => p.metadata.name),
+        );
+        for (const name of planned(c.inputs))
+          assert.ok(own.has(name) || here.has(name), `${name} is neither the VM’s nor in ${home(c)}`);
+      }),
+      RUNS,
+    );
+  });
+
+  it('plans the same whatever PVCs and VMs other namespaces hold', () => {
+    fc.assert(
+      fc.property(
+        caseArb.chain((c) => {
+          const elsewhere = c.w.namespaces.slice(1);
+          return fc.tuple(
+            fc.constant(c),
+            fc.array(pvcArb(c.w, elsewhere), { minLength: 1, maxLength: 8 }),
+            fc.array(otherVmArb(c.w, elsewhere), { maxLength: 4 }),
+          );
+        }),
+        ([c, pvcs, vms]) => {
+          const crowded: RemovalInputs = {
+            ...c.inputs,
+            pvcsInNamespace: [...c.inputs.pvcsInNamespace, ...pvcs],
+            vmsInNamespace: [...c.inputs.vmsInNamespace, ...vms],
+          };
+          assert.deepEqual(planned(crowded), planned(c.inputs));
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('never plans a PVC labelled for another guest cluster (exact value; look-alike keys ignored)', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        for (const name of planned(c.inputs)) {
+          for (const p of c.inputs.pvcsInNamespace) {
+            if (p.metadata.namespace !== home(c) || p.metadata.name !== name) continue;
+            const owner = p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME];
+            assert.ok(
+              owner === undefined || owner === c.w.clusterName,
+              `${name} is labelled "${owner}", not "${c.w.clusterName}"`,
+            );
+          }
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('never plans a PVC another VM of the namespace references (claim or DataVolume; being deleted or not)', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        const used = new Set(
+          c.inputs.vmsInNamespace
+            .filter((v) => v.metadata.namespace === home(c) && v.metadata.name !== c.w.vmName)
+            .flatMap((v) => claimsOf(v.spec.template.spec.volumes)),
+        );
+        for (const name of planned(c.inputs)) assert.ok(!used.has(name), `${name} is used by another VM`);
+      }),
+      RUNS,
+    );
+  });
+
+  it('a plain removal never plans a volume any source calls hot-plugged', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        const plain = { ...c.inputs, removeAll: false };
+        const hot = hotPlugged(plain);
+        for (const name of planned(plain)) assert.ok(!hot.has(name), `${name} is hot-plugged`);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('planRemoval: the cases the properties found', () => {
+  it('keeps the VMI’s hot-plugged claim when the template has since given that volume name another claim', () => {
+    const target = vm('m1', 'default', [
+      { name: 'disk-0', persistentVolumeClaim: { claimName: 'boot' } },
+      { name: 'data', persistentVolumeClaim: { claimName: 'new-claim' } },
+    ]);
+    const vmi: VirtualMachineInstance = {
+      metadata: { name: 'm1', namespace: 'default' },
+      spec: {
+        volumes: [
+          { name: 'disk-0', persistentVolumeClaim: { claimName: 'boot' } },
+          { name: 'data', persistentVolumeClaim: { claimName: 'workload' } },
+        ],
+      },
+      status: {
+        phase: 'Running',
+        volumeStatus: [
+          {
+            name: 'data',
+            persistentVolumeClaimInfo: { claimName: 'workload' },
+            hotplugVolume: { attachPodName: 'hp-1' },
+          },
+        ],
+      },
+    };
+    const plan = planRemoval({
+      vm: target,
+      vmi,
+      pvcsInNamespace: [],
+      vmsInNamespace: [],
+      removeAll: false,
+      clusterName: 'c1',
+    });
+    assert.deepEqual(
+      plan.pvcs.map((p) => p.name),
+      ['boot'],
+    );
+    assert.deepEqual(plan.kept.map((k) => k.name).sort(), ['new-claim', 'workload']);
+  });
+});
