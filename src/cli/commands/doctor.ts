@@ -1,0 +1,280 @@
+// doctor: is this credential good for the driver? Checks a kubeconfig, or a Rancher
+// Harvester cloud credential (read from Rancher's local cluster): the server answers over
+// verified TLS, the credential is accepted, when it expires, and whether RBAC allows
+// every verb the driver uses. One line per check, the fix under each failure; exit code
+// 0 when nothing failed, 5 when the credential itself failed, 1 for any other failure.
+import type { Command } from 'commander';
+import {
+  decodeBase64OrPlain,
+  describeKubeconfig,
+  KubeconfigError,
+  loadKubeconfig,
+} from '../../driver/kubeconfig-content.js';
+import { KubeClient, type KubeClientOptions } from '../../kube/client.js';
+import { KubeError } from '../../kube/errors.js';
+import { Resources } from '../../kube/resources.js';
+import { registerSecret } from '../../log/redact.js';
+import type { CliContext, OutputFormat } from '../context.js';
+import { ExitWithCode, UsageError } from '../errors.js';
+import { chooseKubeconfig, readKubeconfigFile } from '../kubeconfig-source.js';
+import { describeSavedCredential } from '../machine-view.js';
+import {
+  CLOUD_CREDENTIAL_CLUSTER_ID_KEY,
+  CLOUD_CREDENTIAL_EXPIRATION_ANNOTATION,
+  CLOUD_CREDENTIAL_KUBECONFIG_KEY,
+  annotatedExpiry,
+  parseCredentialRef,
+  probeAccess,
+  probeConnection,
+  probeIdentity,
+  rancherTokenExpiry,
+  type CloudCredentialSecret,
+} from '../doctor/probes.js';
+import {
+  accessVerdict,
+  doctorExitCode,
+  expiryVerdict,
+  reachabilityVerdict,
+  renderCheck,
+  tlsVerdict,
+  tokenVerdict,
+  type CheckResult,
+  type CredentialOrigin,
+  type ExpirySource,
+} from '../doctor/verdicts.js';
+import { outputOption } from './machine-info.js';
+
+interface DoctorOptions {
+  kubeconfig?: string;
+  cloudCredential?: string;
+  rancherKubeconfig?: string;
+  namespace: string;
+  output: OutputFormat;
+}
+
+/** One attempt, a short deadline: doctor reports what it finds instead of retrying it away. */
+const PROBE_CLIENT: KubeClientOptions = {
+  requestTimeoutMs: 10_000,
+  retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+};
+
+interface Subject {
+  kubeconfig: string;
+  origin: CredentialOrigin;
+  expirySources: ExpirySource[];
+  results: CheckResult[];
+}
+
+/** Reads the cloud-credential Secret from Rancher; the check line says what was found. */
+async function fromCloudCredential(
+  at: { namespace: string; name: string },
+  rancher: KubeClient,
+): Promise<Subject | CheckResult> {
+  const label = `${at.namespace}:${at.name}`;
+  const check = 'cloud credential';
+  let secret: CloudCredentialSecret | undefined;
+  try {
+    secret = await rancher.find<CloudCredentialSecret>(Resources.secret, at);
+  } catch (err) {
+    const rejected = err instanceof KubeError && err.kind === 'CredentialRejected';
+    return {
+      check,
+      status: 'fail',
+      detail: `cannot read ${label} from Rancher at ${rancher.server}: ${(err as Error).message}`,
+      fix: rejected
+        ? "the --rancher-kubeconfig credential was rejected: get a fresh kubeconfig for Rancher's local cluster"
+        : "check --rancher-kubeconfig: it must reach Rancher's local cluster with access to Secrets in " +
+          at.namespace,
+    };
+  }
+  const b64 = secret?.data?.[CLOUD_CREDENTIAL_KUBECONFIG_KEY];
+  if (!secret || !b64) {
+    return {
+      check,
+      status: 'fail',
+      detail: secret
+        ? `${label} holds no ${CLOUD_CREDENTIAL_KUBECONFIG_KEY}: it is not a Harvester cloud credential`
+        : `${label} not found in Rancher at ${rancher.server}`,
+      fix: 'list the Harvester credentials with: kubectl -n cattle-global-data get secrets -l provisioning.cattle.io/driver=harvester (or see Cluster Management > Cloud Credentials)',
+    };
+  }
+  const raw = Buffer.from(b64, 'base64').toString('utf8');
+  registerSecret(raw);
+  const kubeconfig = decodeBase64OrPlain(raw.trim());
+  registerSecret(kubeconfig);
+  const clusterIdB64 = secret.data?.[CLOUD_CREDENTIAL_CLUSTER_ID_KEY];
+  const clusterId = clusterIdB64 ? Buffer.from(clusterIdB64, 'base64').toString('utf8') : '';
+  const expiresAt = annotatedExpiry(secret);
+  return {
+    kubeconfig,
+    origin: { cloudCredential: label, viaRancher: true },
+    expirySources: expiresAt
+      ? [{ source: `annotation ${CLOUD_CREDENTIAL_EXPIRATION_ANNOTATION} of ${label}`, expiresAt }]
+      : [],
+    results: [
+      {
+        check,
+        status: 'pass',
+        detail: `${label} in Rancher: a Harvester credential${clusterId ? ` for cluster ${clusterId}` : ''}`,
+      },
+    ],
+  };
+}
+
+function kubeconfigCheck(kubeconfig: string): {
+  result: CheckResult;
+  facts?: { https: boolean; skipVerify: boolean; hasCa: boolean };
+} {
+  try {
+    const d = describeKubeconfig(kubeconfig);
+    const saved = describeSavedCredential(kubeconfig);
+    const identity = 'error' in saved ? d.userName : saved.identity;
+    const kc = loadKubeconfig(kubeconfig);
+    const cluster = kc.getCurrentCluster();
+    return {
+      result: {
+        check: 'kubeconfig',
+        status: 'pass',
+        detail: `server ${d.server}, context ${d.contextName}, ${identity}`,
+      },
+      facts: {
+        https: d.server.startsWith('https:'),
+        skipVerify: cluster?.skipTLSVerify === true,
+        hasCa: Boolean(cluster?.caData ?? cluster?.caFile),
+      },
+    };
+  } catch (err) {
+    const message =
+      err instanceof KubeconfigError ? err.message : `cannot be read: ${(err as Error).message}`;
+    return {
+      result: {
+        check: 'kubeconfig',
+        status: 'fail',
+        detail: message,
+        fix: 'download a fresh kubeconfig from Harvester or Rancher',
+      },
+    };
+  }
+}
+
+async function checkKubeconfig(
+  subject: Subject,
+  opts: DoctorOptions,
+  rancher: KubeClient | undefined,
+): Promise<CheckResult[]> {
+  const results = [...subject.results];
+  const parsed = kubeconfigCheck(subject.kubeconfig);
+  results.push(parsed.result);
+  if (!parsed.facts) return results;
+  const description = describeKubeconfig(subject.kubeconfig);
+  const origin: CredentialOrigin = {
+    ...subject.origin,
+    viaRancher: subject.origin.viaRancher || /\/k8s\/clusters\/[^/]+/.test(description.server),
+  };
+  const saved = describeSavedCredential(subject.kubeconfig);
+  const identity = 'error' in saved ? 'the credential' : saved.identity;
+  const client = KubeClient.fromKubeconfig(subject.kubeconfig, PROBE_CLIENT);
+  try {
+    const connection = await probeConnection(client);
+    results.push(reachabilityVerdict(connection), tlsVerdict(connection, parsed.facts));
+    const who = connection.answered ? await probeIdentity(client) : ({ result: 'not-checked' } as const);
+    results.push(tokenVerdict(who, identity, origin));
+
+    const sources = [...subject.expirySources];
+    if (
+      rancher &&
+      description.tokenName &&
+      /^(kubeconfig-u|kubeconfig-user|token)-/.test(description.tokenName)
+    ) {
+      const fromRancher = await rancherTokenExpiry(rancher, description.tokenName).catch(() => undefined);
+      if (fromRancher !== undefined)
+        sources.push({ source: `Rancher token ${description.tokenName}`, expiresAt: fromRancher });
+    }
+    const own = client.credential.expiresAt ?? description.tokenExpiresAt;
+    if (own) sources.push({ source: `${identity} itself`, expiresAt: own });
+    results.push(expiryVerdict(sources, origin, new Date()));
+
+    if (who.result !== 'accepted' || who.username === 'system:anonymous') {
+      const why =
+        who.result === 'not-checked' ? 'the server did not answer' : 'the credential was not accepted';
+      results.push({ check: 'RBAC', status: 'skip', detail: `not checked: ${why}` });
+      return results;
+    }
+    for (const { need, answers } of await probeAccess(client, opts.namespace)) {
+      results.push(
+        accessVerdict(need, answers, {
+          namespace: opts.namespace,
+          username: who.username,
+          viaRancher: origin.viaRancher,
+        }),
+      );
+    }
+    return results;
+  } finally {
+    client.close();
+  }
+}
+
+async function doctor(ctx: CliContext, opts: DoctorOptions): Promise<void> {
+  if (opts.kubeconfig && opts.cloudCredential)
+    throw new UsageError('give either --kubeconfig or --cloud-credential, not both');
+  if (opts.cloudCredential && !opts.rancherKubeconfig) {
+    throw new UsageError(
+      "--cloud-credential needs --rancher-kubeconfig <file>: a kubeconfig for Rancher's local cluster, where the credential is kept",
+    );
+  }
+  const credentialRef = opts.cloudCredential ? parseCredentialRef(opts.cloudCredential) : undefined;
+  const rancher = opts.rancherKubeconfig
+    ? KubeClient.fromKubeconfig(
+        readKubeconfigFile(opts.rancherKubeconfig, '--rancher-kubeconfig'),
+        PROBE_CLIENT,
+      )
+    : undefined;
+  let results: CheckResult[];
+  try {
+    let subject: Subject | CheckResult;
+    if (credentialRef && rancher) subject = await fromCloudCredential(credentialRef, rancher);
+    else {
+      const choice = chooseKubeconfig(opts.kubeconfig, ctx.env);
+      subject = { kubeconfig: choice.content, origin: { viaRancher: false }, expirySources: [], results: [] };
+    }
+    results = 'kubeconfig' in subject ? await checkKubeconfig(subject, opts, rancher) : [subject];
+  } finally {
+    rancher?.close();
+  }
+  const code = doctorExitCode(results);
+  if (opts.output === 'json') ctx.json({ ok: code === 0, exitCode: code, checks: results });
+  else {
+    for (const result of results) for (const line of renderCheck(result, ctx.stdoutIsTerminal)) ctx.out(line);
+    const failed = results.filter((r) => r.status === 'fail').length;
+    ctx.out(failed === 0 ? 'All checks passed.' : `${failed} check(s) failed.`);
+  }
+  if (code !== 0) throw new ExitWithCode(code);
+}
+
+export function registerDoctor(program: Command, ctx: CliContext): void {
+  program
+    .command('doctor')
+    .description(
+      'check a Harvester credential for the driver: server reachable over verified TLS, credential accepted, its expiry, and RBAC for every verb the driver uses',
+    )
+    .option(
+      '--kubeconfig <file>',
+      'the kubeconfig to check (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',
+    )
+    .option(
+      '--cloud-credential <namespace:name>',
+      'check a Rancher Harvester cloud credential instead (e.g. cattle-global-data:cc-abc12)',
+    )
+    .option(
+      '--rancher-kubeconfig <file>',
+      "kubeconfig for Rancher's local cluster, where cloud credentials and tokens are kept",
+    )
+    .option(
+      '-n, --namespace <namespace>',
+      'the namespace the machines are created in (--harvester-vm-namespace)',
+      'default',
+    )
+    .addOption(outputOption())
+    .action((opts: DoctorOptions) => doctor(ctx, opts));
+}

@@ -1,0 +1,98 @@
+// The access the driver's credential needs on Harvester: exactly the calls src/driver
+// makes (src/driver/harvester-api.ts and the waits), each with the operation that needs
+// it, so a denial can be explained. Keep in step with HarvesterApi.
+
+export interface AccessNeed {
+  group: string;
+  resource: string;
+  /** Checked one by one (KubeVirt's subresource API): virtualmachines/start, ... */
+  subresources?: readonly string[];
+  verbs: readonly string[];
+  scope: 'namespace' | 'cluster';
+  usedFor: string;
+}
+
+export const DRIVER_ACCESS: readonly AccessNeed[] = [
+  {
+    group: 'kubevirt.io',
+    resource: 'virtualmachines',
+    // findVm, listVms, waits (list+watch), createVm, patchVmAnnotations, deleteVm
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
+    scope: 'namespace',
+    usedFor: 'create, inspect and remove machines',
+  },
+  {
+    group: 'kubevirt.io',
+    resource: 'virtualmachineinstances',
+    // findVmi and the waits for Running, an IP, Stopped
+    verbs: ['get', 'list', 'watch'],
+    scope: 'namespace',
+    usedFor: 'machine state, IP address and the waits',
+  },
+  {
+    group: 'subresources.kubevirt.io',
+    resource: 'virtualmachines',
+    subresources: ['start', 'stop', 'restart'],
+    // vmAction: PUT .../virtualmachines/<vm>/<action>
+    verbs: ['update'],
+    scope: 'namespace',
+    usedFor: 'start, stop and restart',
+  },
+  {
+    group: '',
+    resource: 'persistentvolumeclaims',
+    // listPvcs (removal plan), deletePvc (volumes Harvester left behind)
+    verbs: ['get', 'list', 'delete'],
+    scope: 'namespace',
+    usedFor: 'plan a removal and delete the volumes Harvester left behind',
+  },
+  {
+    group: '',
+    resource: 'secrets',
+    // the <vm>-cloudinit Secret: createSecret, findSecret, updateSecret
+    verbs: ['get', 'create', 'update'],
+    scope: 'namespace',
+    usedFor: 'cloud-init Secrets (user data over 2048 bytes, --harvester-cloud-init-in-secret)',
+  },
+  {
+    group: 'harvesterhci.io',
+    resource: 'settings',
+    verbs: ['get'],
+    scope: 'cluster',
+    usedFor: 'the pre-create check (setting server-version)',
+  },
+  {
+    group: 'harvesterhci.io',
+    resource: 'virtualmachineimages',
+    verbs: ['get'],
+    scope: 'namespace',
+    usedFor: 'the pre-create check and boot disks (the image storage class)',
+  },
+  {
+    group: 'harvesterhci.io',
+    resource: 'keypairs',
+    verbs: ['get'],
+    scope: 'namespace',
+    usedFor: '--harvester-key-pair-name',
+  },
+  {
+    group: 'k8s.cni.cncf.io',
+    resource: 'network-attachment-definitions',
+    verbs: ['get'],
+    scope: 'namespace',
+    usedFor: 'the pre-create check of the networks',
+  },
+  {
+    group: 'storage.k8s.io',
+    resource: 'storageclasses',
+    verbs: ['get'],
+    scope: 'cluster',
+    usedFor: 'the pre-create check of --harvester-disk-info storage classes',
+  },
+];
+
+/** "virtualmachines.kubevirt.io", "virtualmachines/{start,stop,restart}.subresources.kubevirt.io", "secrets". */
+export function resourceLabel(need: AccessNeed): string {
+  const sub = need.subresources ? `/{${need.subresources.join(',')}}` : '';
+  return `${need.resource}${sub}${need.group ? `.${need.group}` : ''}`;
+}

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FAKE_TOKEN_SECRET, GO_CONFIG_JSON, rancherKubeconfig } from '../harvester/testing/fixtures.js';
+import { hostConfigFor } from './store/host-config.js';
+import { describeSavedCredential, redactedHost, summarize } from './machine-view.js';
+
+describe('machine view', () => {
+  it('summarizes a saved machine and describes its credential without its secret', () => {
+    const driver = {
+      ...(JSON.parse(GO_CONFIG_JSON) as Record<string, unknown>),
+      KubeConfigContent: rancherKubeconfig(),
+      SSHPassword: 'hunter2-hunter2',
+    };
+    const host = hostConfigFor('mycluster-pool1-7f8d9c5b6-x2v9q', JSON.stringify(driver));
+    const summary = summarize(host);
+    assert.equal(summary.vm, 'default/mycluster-pool1-7f8d9c5b6-x2v9q');
+    assert.equal(summary.clusterName, 'mycluster');
+    assert.equal(summary.ip, '10.52.0.17');
+    assert.deepEqual(summary.credential, {
+      server: 'https://rancher.example.test/k8s/clusters/c-m-abcd1234',
+      identity: 'Rancher token kubeconfig-u-abc12',
+      expiresAt: null,
+    });
+    const shown = JSON.stringify(redactedHost(host));
+    assert.ok(!shown.includes(FAKE_TOKEN_SECRET));
+    assert.ok(!shown.includes('hunter2'));
+    assert.equal(redactedHost(host).Driver['KubeConfigContent'], '[REDACTED]');
+  });
+
+  it('reports an unusable saved kubeconfig instead of failing', () => {
+    assert.ok('error' in describeSavedCredential('not: [a kubeconfig'));
+    assert.ok('error' in describeSavedCredential(''));
+  });
+});
