@@ -2,7 +2,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../repo.js';
+
+export { repoRoot };
 
 export interface ControlPlaneBinaries {
   etcd: string;
@@ -11,17 +13,6 @@ export interface ControlPlaneBinaries {
 }
 
 export class ControlPlaneBuildError extends Error {}
-
-/** The script lives beside the TypeScript sources; compiled code runs from dist/. */
-export function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('cannot find the repository root (package.json)');
-    dir = parent;
-  }
-  return dir;
-}
 
 let cached: ControlPlaneBinaries | undefined;
 
