@@ -31,6 +31,7 @@ import {
   seedHarvester,
 } from './sandbox-seeds.js';
 import { startStandIns, type StandInOptions, type StandIns } from './standins/index.js';
+import { recordSecret } from './secret-ledger.js';
 
 const DAY = 24 * 3_600_000;
 
@@ -134,6 +135,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     ]);
     logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
     const ssh = sandboxSshKey();
+    recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
     await seedDriverRoles(harvester.admin);
     await seedHarvester(harvester.admin, ssh.publicKey);
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });

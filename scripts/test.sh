@@ -11,8 +11,19 @@ npx eslint --max-warnings=0 . || { echo "test: lint failed (see above)" >&2; exi
 mapfile -t files < <(find dist -name '*_test.js' -not -path '*/node_modules/*' | sort)
 suite_start=$(date +%s)
 status=0
+# Secrets scan: the sandbox's credential factories and the tests append every secret they make
+# to a ledger and keep the output they capture beside it; the runner's output goes there too
+# (a second reporter), and after the suite all of it is searched for those secrets.
+scan_dir="$(mktemp -d)"
+trap 'rm -rf "$scan_dir"' EXIT
+export HM_SECRET_LEDGER="$scan_dir/ledger.jsonl"
+reporter=tap; [ -t 1 ] && reporter=spec # node's default for this output
 # Two files at a time: each integration file runs its own control plane (~400 MB, 2 cores).
-node --test --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 "${files[@]}" || status=$?
+node --test --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 \
+  --test-reporter="$reporter" --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$scan_dir/runner-output.tap" \
+  "${files[@]}" || status=$?
+node dist/test/support/secret-scan.js "$scan_dir" || status=1
 end=$(date +%s)
 echo "test suite: $((end - suite_start)) s (${#files[@]} files); total with setup: $((end - start)) s"
 exit $status

@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { recordSecret } from '../secret-ledger.js';
 import { buildKubeconfig } from './kubeconfig.js';
 
 export interface PolicyRule {
@@ -85,6 +86,9 @@ export async function createTokenUser(
     if (opts.namespace) await admin.create(Resources.roleBinding, { ...binding, kind: 'RoleBinding' });
     else await admin.create(Resources.clusterRoleBinding, { ...binding, kind: 'ClusterRoleBinding' });
   }
+  // The secrets scan after the suite looks for every token made here (no-op outside it).
+  recordSecret(`bootstrap token ${tokenId}`, `${tokenId}.${secret}`);
+  recordSecret(`bootstrap token ${tokenId} (secret part)`, secret);
   return { tokenId, token: `${tokenId}.${secret}`, username, expiresAt: opts.expiresAt };
 }
 

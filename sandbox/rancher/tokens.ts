@@ -18,6 +18,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { registerSecret } from '../../src/log/redact.js';
+import { recordSecret } from '../secret-ledger.js';
 import {
   RancherResources,
   TOKEN_KIND_LABEL,
@@ -103,6 +104,9 @@ export async function createRancherToken(
   const token = `${name}:${secret}`;
   registerSecret(token);
   registerSecret(secret);
+  // The secrets scan after the suite looks for every token made here (no-op outside it).
+  recordSecret(`Rancher token ${name}`, token);
+  recordSecret(`Rancher token ${name} (secret part)`, secret);
   // As Rancher: expiresAt can only be computed once the server set creationTimestamp.
   const expiresAt = expiryOf(created.metadata.creationTimestamp, opts.ttlMs);
   if (expiresAt) {

@@ -9,6 +9,7 @@ import { defaultFlagValues } from '../../src/driver/flags.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import type { FlagValue } from '../../src/driver/machine-driver.js';
 import { createLogger, type LogLevel } from '../../src/log/logger.js';
+import { recordOutput } from '../../sandbox/secret-ledger.js';
 
 export interface CapturedLog {
   lines: Array<{ level: LogLevel; line: string }>;
@@ -19,7 +20,12 @@ export function captureLog(): { log: CapturedLog; logger: ReturnType<typeof crea
   const lines: CapturedLog['lines'] = [];
   const logger = createLogger({
     level: 'debug',
-    sink: { write: (level, line) => lines.push({ level, line }) },
+    sink: {
+      write: (level, line) => {
+        lines.push({ level, line });
+        recordOutput('driver log', line); // for the secrets scan after the suite
+      },
+    },
   });
   return { log: { lines, text: () => lines.map((l) => l.line).join('\n') }, logger };
 }
