@@ -2,7 +2,8 @@
 // the provisioning Cluster with its pools, the CAPI Cluster, and per machine the CAPI
 // Machine, the HarvesterMachine (labels, owner, the pool's credential in spec.common, as
 // Rancher's template sets it) and the `<m>-machine-state` Secret with the saved driver
-// config; and, on Harvester, each machine's VM as the driver builds it. Finalizers are set
+// config (or empty, as Rancher creates it before the create job, for machines that
+// rancher-machine then creates); and, on Harvester, each machine's VM as the driver builds it. Finalizers are set
 // at creation, as the controllers that own them would have, so deletion is gated at once.
 import crypto from 'node:crypto';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
@@ -39,6 +40,12 @@ export interface GuestClusterSpec {
   pools: GuestPool[];
   vmNamespace: string;
   optOut?: boolean;
+  /**
+   * The `<m>-machine-state` Secrets: "saved" (default) holds a driver config as if the
+   * machine had been created; "empty" is how Rancher creates it before the first job, for
+   * machines that a real `rancher-machine create` then makes (it fills the Secret).
+   */
+  machineState?: 'saved' | 'empty';
 }
 
 export interface GuestMachine {
@@ -154,18 +161,22 @@ async function createMachine(
       common: { cloudCredentialSecretName: pool.credential ?? spec.clusterCredential ?? null },
     },
   } as KubeObject);
+  const instanceName = rancherInstanceName(machineName);
   await rancher.create(
     Resources.secret,
     machineStateSecret({
       namespace,
       machineName,
-      instanceName: rancherInstanceName(machineName),
-      driverConfig: savedDriverConfig({
-        instanceName: rancherInstanceName(machineName),
-        clusterName: name,
-        vmNamespace: spec.vmNamespace,
-        kubeconfig: savedKubeconfig,
-      }),
+      instanceName,
+      driverConfig:
+        spec.machineState === 'empty'
+          ? undefined
+          : savedDriverConfig({
+              instanceName,
+              clusterName: name,
+              vmNamespace: spec.vmNamespace,
+              kubeconfig: savedKubeconfig,
+            }),
       owner: hm,
     }),
   );

@@ -77,17 +77,28 @@ export function hostDocument(name: string, driver: unknown): Record<string, unkn
   return { ConfigVersion: 3, Driver: driver, DriverName: 'harvester', HostOptions: {}, Name: name };
 }
 
+/**
+ * The Secret with `driverConfig` saved as config.json; without one, empty, as Rancher creates
+ * it before the create job (rancher-machine only updates it).
+ */
 export function machineStateSecret(opts: {
   namespace: string;
   machineName: string;
   instanceName: string;
-  driverConfig: unknown;
+  driverConfig?: unknown;
   owner?: KubeObject;
 }): KubeObject {
   const path = `${STORE}/${opts.instanceName}/config.json`;
-  const tar = writeTar({
-    [path]: Buffer.from(JSON.stringify(hostDocument(opts.instanceName, opts.driverConfig))),
-  });
+  const data =
+    opts.driverConfig === undefined
+      ? undefined
+      : {
+          [MACHINE_STATE_KEY]: gzipSync(
+            writeTar({
+              [path]: Buffer.from(JSON.stringify(hostDocument(opts.instanceName, opts.driverConfig))),
+            }),
+          ).toString('base64'),
+        };
   const owner = opts.owner;
   return {
     apiVersion: 'v1',
@@ -109,7 +120,7 @@ export function machineStateSecret(opts: {
         : {}),
     },
     type: MACHINE_STATE_TYPE,
-    data: { [MACHINE_STATE_KEY]: gzipSync(tar).toString('base64') },
+    ...(data ? { data } : {}),
   } as KubeObject;
 }
 

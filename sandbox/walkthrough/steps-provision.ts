@@ -1,0 +1,207 @@
+// Steps 2-4: Rancher's side comes up (CAPI stand-in, our cleanup controller), Rancher
+// provisions two guest clusters through the real rancher-machine and our plugin executable,
+// and the guest clusters' workloads claim volumes through the Harvester CSI driver.
+import { gunzipSync } from 'node:zlib';
+import { hookAnnotation, DEFAULT_HOOK_NAME } from '../../src/controller/constants.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { waitFor } from '../../src/kube/wait.js';
+import { credentialEnv } from '../rancher/capi-standin.js';
+import { createGuestCluster, type GuestMachine } from '../rancher/guest-cluster.js';
+import { MACHINE_STATE_KEY, machineStateSecretName, readTar } from '../rancher/machine-state.js';
+import { poolConfig } from '../rancher-machine/rancher-job.js';
+import { redactArgs, runProblem } from '../rancher-machine/rancher-machine.js';
+import type { Story } from './story.js';
+import { FLEET_NS, SYSTEM_NS } from './world.js';
+
+export const HOOK = hookAnnotation(DEFAULT_HOOK_NAME);
+
+export async function startRancherSide(story: Story, retryDelayMs: number): Promise<void> {
+  const { world, say } = story;
+  await world.startRancherSide(retryDelayMs);
+  const synced = await world.controller.waitForLine((l) => l.msg === 'caches synced', 'caches synced');
+  say.say(
+    'controller',
+    `node dist/src/controller/main.js --namespace ${FLEET_NS} --leader-election-namespace ${SYSTEM_NS} (pid ${world.controller.pid ?? '?'}): leader, caches synced at ${synced.ts}`,
+  );
+  say.say(
+    'Rancher',
+    `CAPI stand-in running in ${FLEET_NS}: deletes a cluster's Machines, waits for pre-terminate hooks, deletes each HarvesterMachine and runs Rancher's rm job (rancher-machine) for it, retried like backoffLimit 3`,
+  );
+  say.check(
+    world.controller.lines().some((l) => l.msg === 'became leader'),
+    'the cleanup controller holds its Lease',
+  );
+}
+
+async function stateSecretEntries(story: Story, machineName: string): Promise<string[]> {
+  const secret = await story.world.sandbox.rancher.admin.get<KubeObject & { data?: Record<string, string> }>(
+    Resources.secret,
+    { namespace: FLEET_NS, name: machineStateSecretName(machineName) },
+  );
+  const b64 = secret.data?.[MACHINE_STATE_KEY];
+  return b64 ? Object.keys(readTar(gunzipSync(Buffer.from(b64, 'base64')))) : [];
+}
+
+/** Provisions clusters as Rancher does: objects first (state Secrets empty), then one create job per machine, all at once. */
+export async function provisionClusters(
+  story: Story,
+  specs: Array<{ name: string; quantity: number }>,
+): Promise<void> {
+  const { world, say, view } = story;
+  const { sandbox } = world;
+  const cc = `${sandbox.cloudCredential.namespace}:${sandbox.cloudCredential.name}`;
+  const all: Array<{ cluster: string; machine: GuestMachine }> = [];
+  for (const spec of specs) {
+    const machines = await createGuestCluster(sandbox.rancher.admin, {
+      namespace: FLEET_NS,
+      name: spec.name,
+      clusterCredential: cc,
+      pools: [{ name: 'pool1', quantity: spec.quantity }],
+      vmNamespace: sandbox.seeds.namespace,
+      machineState: 'empty',
+    });
+    story.clusters.set(spec.name, { name: spec.name, machines, workloadPvcs: [] });
+    all.push(...machines.map((machine) => ({ cluster: spec.name, machine })));
+    say.say(
+      'Rancher',
+      `provisioning Cluster ${FLEET_NS}/${spec.name} (pool1 × ${spec.quantity}, cloud credential ${cc}): CAPI Cluster, ${spec.quantity} Machine(s), HarvesterMachine(s) and empty <machine>-machine-state Secret(s) created`,
+    );
+  }
+  // Rancher reads the cloud credential when it builds each job.
+  const credential = await sandbox.rancher.admin.get<KubeObject & { data?: Record<string, string> }>(
+    Resources.secret,
+    {
+      namespace: sandbox.cloudCredential.namespace,
+      name: sandbox.cloudCredential.name,
+    },
+  );
+  const env = credentialEnv(credential.data);
+  say.say(
+    'Rancher',
+    `${all.length} create jobs start at once, each from an empty home, environment from the cloud credential (${Object.keys(env).sort().join(', ')})`,
+  );
+  const results = await Promise.all(
+    all.map(({ cluster, machine }) =>
+      world.jobs.create({
+        namespace: FLEET_NS,
+        machineName: machine.name,
+        instanceName: machine.instanceName,
+        env,
+        clusterName: cluster,
+        config: poolConfig(sandbox.seeds),
+      }),
+    ),
+  );
+  const first = results[0];
+  if (first) {
+    say.say('Rancher', `the create job's command line (${all[0]?.machine.name}):`);
+    say.quote(`rancher-machine ${redactArgs(first.args)}`);
+    say.say(
+      'driver',
+      'its output: rancher-machine\'s lines and our plugin\'s "(<machine>) …" lines. The "option  which does not exist" warnings are rancher-machine\'s own, printed for the Go driver too: with --custom-install-script it looks up the driver\'s "-os" flag, and the Harvester driver has none.',
+    );
+    say.quote(first.run.output);
+  }
+  for (const [i, { machine }] of all.entries()) {
+    const run = (results[i] as (typeof results)[number]).run;
+    const problem = runProblem(run);
+    say.check(
+      problem === undefined,
+      `create job ${machine.name} exits 0 and leaves no plugin process (took ${(run.durationMs / 1000).toFixed(1)} s)`,
+      `${problem ?? ''}\n${run.output}`,
+    );
+  }
+  for (const { cluster, machine } of all) {
+    const entries = await stateSecretEntries(story, machine.name);
+    const files = ['config.json', 'id_rsa', 'id_rsa.pub'].filter((f) =>
+      entries.some((e) => e.endsWith(`/machines/${machine.instanceName}/${f}`)),
+    );
+    say.check(
+      files.length === 3,
+      `${machineStateSecretName(machine.name)} now holds machines/${machine.instanceName}/{${files.join(',')}}`,
+    );
+    await view.trackBootDisks(machine.instanceName, cluster);
+  }
+  const vms = await view.vms();
+  say.say('Harvester', 'virtual machines:');
+  say.table(
+    ['VM', 'guest cluster', 'phase', 'IP'],
+    vms.map((v) => [v.name, v.cluster, v.phase, v.ip]),
+  );
+  for (const { machine } of all) {
+    const vm = vms.find((v) => v.name === machine.instanceName);
+    say.check(vm?.phase === 'Running' && vm.ip !== '', `VM ${machine.instanceName} is Running with an IP`);
+  }
+  for (const { machine } of all) {
+    await waitFor(sandbox.rancher.admin, {
+      type: Resources.capiMachine,
+      namespace: FLEET_NS,
+      name: machine.name,
+      timeoutMs: 15_000,
+      description: `the cleanup controller's hook on Machine ${machine.name}`,
+      until: (m) => m?.metadata.annotations?.[HOOK] !== undefined,
+    }).catch(() => undefined);
+  }
+  const machines = await sandbox.rancher.admin.list<KubeObject>(Resources.capiMachine, {
+    namespace: FLEET_NS,
+  });
+  const hooked = machines.items.filter((m) => m.metadata.annotations?.[HOOK] !== undefined).length;
+  say.check(
+    hooked === all.length,
+    `the cleanup controller put its pre-terminate hook on all ${all.length} Machines (${hooked})`,
+  );
+}
+
+/** Workload volumes as the Harvester CSI driver makes them: hot-plugged ones, and one labelled but not attached. */
+export async function attachVolumes(
+  story: Story,
+  plan: Array<{ cluster: string; sizes: string[]; unattached?: string }>,
+): Promise<void> {
+  const { world, say, view } = story;
+  const { csi } = world.sandbox.standIns;
+  const namespace = view.namespace;
+  for (const { cluster, sizes, unattached } of plan) {
+    const guest = story.guest(cluster);
+    for (const [i, size] of sizes.entries()) {
+      const vmName = (guest.machines[i % guest.machines.length] as GuestMachine).instanceName;
+      const pvcName = await csi.createVolume({ namespace, size });
+      await csi.hotplug({ namespace, vmName, pvcName });
+      guest.workloadPvcs.push(pvcName);
+      view.track({ name: pvcName, cluster, what: `hot-plugged into ${vmName}`, size });
+      say.say(
+        'CSI',
+        `${cluster}: a ${size} workload PVC → host volume ${pvcName}, hot-plugged into ${vmName}`,
+      );
+    }
+    if (unattached) {
+      const pvcName = await csi.createVolume({ namespace, size: unattached, guestCluster: cluster });
+      guest.workloadPvcs.push(pvcName);
+      view.track({ name: pvcName, cluster, what: 'labelled, not attached', size: unattached });
+      say.say(
+        'CSI',
+        `${cluster}: a ${unattached} volume of a stopped workload → ${pvcName}, labelled guestcluster.harvesterhci.io/name=${cluster}, attached to no VM`,
+      );
+    }
+  }
+  await world.sandbox.standIns.idle();
+  for (const { cluster } of plan) {
+    for (const m of story.guest(cluster).machines) {
+      const attached = await view.hotplugged(m.instanceName);
+      const expected = view
+        .of(cluster)
+        .filter((p) => p.what === `hot-plugged into ${m.instanceName}`)
+        .map((p) => p.name);
+      say.check(
+        expected.every((p) => attached.includes(p)),
+        `VM ${m.instanceName} has its ${expected.length} hot-plugged volume(s) in its spec`,
+      );
+    }
+  }
+  const now = await view.states();
+  say.say('Harvester', 'volumes:');
+  say.table([...story.pvcHeader(), 'now'], view.rows([now]));
+  say.check(
+    view.pvcs.every((p) => now.get(p.name) === 'present'),
+    `all ${view.pvcs.length} volumes exist`,
+  );
+}

@@ -1,0 +1,145 @@
+// The walkthrough: the two stories this project exists for, told on the sandbox with the
+// real pieces (rancher-machine driving our plugin executable with Rancher's job argv and
+// state Secrets, our cleanup controller as its own process), each step timed and checked.
+// 1. sandbox up  2. Rancher's side  3. two clusters provisioned  4. workload volumes
+// 5. harv01 deleted as Rancher does: all its volumes gone, harv02 untouched
+// 6. harv02's credential expires  7. its node's rm job fails clearly, nothing changed
+// 8. credential renewed: the retried rm job removes the old VM  9. everything stopped
+import { HarvesterView } from './harvester-view.js';
+import { Narrator } from './narrator.js';
+import { attachVolumes, provisionClusters, startRancherSide } from './steps-provision.js';
+import { deleteWholeCluster } from './steps-delete.js';
+import { expireCredential, failingRemoval, renewAndRetry } from './steps-credential.js';
+import { Story } from './story.js';
+import { World } from './world.js';
+
+const DELETED = 'harv01';
+const KEPT = 'harv02';
+/**
+ * Pause between runs of a failed rm job. Kubernetes' Job backoff starts at 10 s; here it
+ * must only leave time to show the failure and renew before the next attempt.
+ */
+const RM_RETRY_DELAY_MS = 5_000;
+const STEPS = 9;
+
+export interface WalkthroughRun {
+  /** Resolves with the exit code: 0 when every check passed. */
+  done: Promise<number>;
+  /** Stops everything now (Ctrl-C); resolves when stopped. */
+  interrupt(signal: string): Promise<void>;
+}
+
+export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
+  const say = new Narrator(STEPS, write);
+  const world = new World();
+  const story = new Story(world, say);
+  let interrupted = false;
+
+  const stories = async (): Promise<void> => {
+    say.line('harvester-machine walkthrough: the Harvester node driver as Rancher drives it, on the sandbox');
+    say.line(
+      "(real kube-apiservers for Harvester and for Rancher's local cluster; stand-ins for their controllers;",
+    );
+    say.line(
+      ' the real rancher-machine CLI driving our single-executable plugin; our cleanup controller as its own process)',
+    );
+
+    await say.step('Start the sandbox', async () => {
+      await world.startSandbox((line) => say.say('build', line));
+      const { sandbox } = world;
+      story.view = new HarvesterView(sandbox.harvester.admin, sandbox.seeds.namespace);
+      say.say(
+        'Harvester',
+        `kube-apiserver ${sandbox.harvester.server} + stand-ins (Harvester, KubeVirt, Longhorn, CSI); image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
+      );
+      say.say(
+        'Rancher',
+        `local cluster ${sandbox.rancher.server}; Harvester imported as ${sandbox.clusterId}, reached at ${sandbox.proxy.url}/k8s/clusters/${sandbox.clusterId}`,
+      );
+      say.say(
+        'Rancher',
+        `cloud credential ${sandbox.cloudCredential.namespace}/${sandbox.cloudCredential.name}: a generated kubeconfig with token ${sandbox.rancherToken.name}, expires ${sandbox.rancherToken.expiresAt?.toISOString() ?? 'never'}`,
+      );
+      say.say('jobs', `rancher-machine ${world.binaries.rancherMachine}`);
+      say.say('jobs', `plugin executable ${world.binaries.plugin}`);
+      say.say(
+        'jobs',
+        `work directory ${world.dir} (each job's "pod": bin/, an empty home/, tmp/; removed at the end)`,
+      );
+    });
+    await say.step("Start Rancher's side: the CAPI stand-in and our cleanup controller", () =>
+      startRancherSide(story, RM_RETRY_DELAY_MS),
+    );
+    await say.step(
+      `Rancher provisions ${DELETED} (3 machines) and ${KEPT} (1 machine) through rancher-machine and our plugin`,
+      () =>
+        provisionClusters(story, [
+          { name: DELETED, quantity: 3 },
+          { name: KEPT, quantity: 1 },
+        ]),
+    );
+    await say.step('Workloads claim volumes (Harvester CSI driver)', () =>
+      attachVolumes(story, [
+        { cluster: DELETED, sizes: ['2Gi', '5Gi', '1Gi'], unattached: '3Gi' },
+        { cluster: KEPT, sizes: ['2Gi'] },
+      ]),
+    );
+    await say.step(`Delete ${DELETED} the way Rancher does`, () => deleteWholeCluster(story, DELETED, KEPT));
+    await say.step(`${KEPT}'s cloud credential expires`, () => expireCredential(story, KEPT));
+    const t0 = await say.step(
+      `Rancher replaces ${KEPT}'s node: the rm job fails without a renewed credential`,
+      () => failingRemoval(story, KEPT),
+    );
+    await say.step('The credential is renewed in Rancher: the retried rm job removes the old VM', () =>
+      renewAndRetry(story, KEPT, t0),
+    );
+  };
+
+  const stopAll = async (): Promise<void> => {
+    await say.step('Stop everything', async () => {
+      if (await world.stopStandIn()) say.say('Rancher', 'CAPI stand-in stopped');
+      const exit = await world.stopController();
+      if (exit !== undefined)
+        say.check(exit === 0, `cleanup controller stopped on SIGTERM (exit ${String(exit)})`);
+      if (await world.stopSandbox())
+        say.say('sandbox', 'Harvester and Rancher control planes, stand-ins and front proxy stopped');
+      const leftovers = world.leftoverPlugins();
+      await world.stop();
+      say.check(leftovers === 0, 'no plugin process left behind; temp directory removed');
+    });
+  };
+
+  const done = (async (): Promise<number> => {
+    let ok = true;
+    try {
+      await stories();
+    } catch {
+      // The step printed what failed; everything is still stopped below.
+      ok = false;
+    }
+    if (interrupted) return 130;
+    try {
+      await stopAll();
+    } catch {
+      ok = false;
+    } finally {
+      await world.stop();
+    }
+    if (interrupted) return 130;
+    say.summary(ok);
+    return ok ? 0 : 1;
+  })();
+
+  return {
+    done,
+    interrupt: async (signal) => {
+      if (interrupted) return;
+      interrupted = true;
+      say.mute();
+      say.announce('');
+      say.announce(`walkthrough: ${signal}: stopping everything…`);
+      await world.stop();
+      say.announce('walkthrough: stopped.');
+    },
+  };
+}
