@@ -12,59 +12,24 @@ import { useSandbox } from './support/sandbox-fixture.js';
 import { loadMachine, machineFlags, newMachine, tempStore } from './support/machines.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { vmPvcNames, waitPvcGone } from './support/volumes.js';
+import { goDriverConfig } from './support/go-driver-config.js';
 
 const fixture = useSandbox();
 const store = tempStore();
 const ns = 'default';
 
-/** The Driver object of a config.json as the Go driver's json.Marshal writes it (spec field list, in order). */
+/** rancher-machine hands SetConfigRaw the Driver object still indented from config.json. */
 function goConfigJson(name: string, kubeconfig: string, clusterName: string, ip: string): string {
-  const driver = {
-    IPAddress: ip,
-    IPv6Address: '',
-    MachineName: name,
-    SSHUser: 'root',
-    SSHPort: 22,
-    SSHKeyPath: `/home/machine/.docker/machine/machines/${name}/id_rsa`,
-    StorePath: '/home/machine/.docker/machine',
-    SwarmMaster: false,
-    SwarmHost: '',
-    SwarmDiscovery: '',
-    KubeConfigContent: kubeconfig,
-    VMNamespace: ns,
-    VMAffinity: '',
-    ClusterType: 'imported',
-    ClusterID: 'c-m-sandbox',
-    ClusterName: clusterName,
-    ServerVersion: 'v1.8.0',
-    CPU: 2,
-    CPUModel: '',
-    MemorySize: '4Gi',
-    ReservedMemorySize: '',
-    DiskSize: '40',
-    DiskBus: 'virtio',
-    ImageName: 'default/image-ubuntu',
-    DiskInfo: null,
-    KeyPairName: '',
-    SSHPrivateKeyPath: '',
-    SSHPublicKey: 'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 machine',
-    SSHPassword: '',
-    AddUserToDockerGroup: false,
-    NetworkType: '',
-    NetworkName: 'default/vlan1',
-    NetworkModel: 'virtio',
-    NetworkInfo: null,
-    CloudConfig: '/tmp/modified-user-data123456',
-    UserData: '',
-    NetworkData: '',
-    EnableEFI: false,
-    EnableSecureBoot: false,
-    VGPUInfo: null,
-    CPUPinning: false,
-    IsolateEmulatorThread: false,
-    EnableTPM: false,
-  };
-  // rancher-machine hands SetConfigRaw the Driver object still indented from config.json.
+  const driver = goDriverConfig({
+    name,
+    store: '/home/machine/.docker/machine',
+    kubeconfig,
+    ip,
+    clusterName,
+    namespace: ns,
+    image: 'default/image-ubuntu',
+    network: 'default/vlan1',
+  });
   return JSON.stringify(driver, null, 4).replace(/\n/g, '\n    ');
 }
 

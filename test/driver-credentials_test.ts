@@ -5,39 +5,17 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CredentialRejectedError } from '../src/driver/credential-error.js';
 import { ANNOTATION_REMOVED_PVCS } from '../src/harvester/labels.js';
-import { KubeClient } from '../src/kube/client.js';
-import { KubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { expireRancherToken } from '../sandbox/rancher/tokens.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { loadMachine, newMachine, tempStore } from './support/machines.js';
 import { livePvcs, vmPvcNames } from './support/volumes.js';
+import { untilRejected } from './support/credentials.js';
 
 const fixture = useSandbox();
 const store = tempStore();
 const ns = 'default';
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
-
-/** Waits until the kubeconfig is refused (the apiserver caches a token for up to 10 s). */
-async function untilRejected(kubeconfig: string): Promise<void> {
-  const client = KubeClient.fromKubeconfig(kubeconfig, {
-    retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-  });
-  try {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const err = await client.list(Resources.virtualMachine, { namespace: ns }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') return;
-      if (Date.now() > deadline) throw new Error('the expired credential was still accepted after 20 s');
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    client.close();
-  }
-}
 
 async function assertUntouched(name: string, volumes: string[]): Promise<void> {
   const { admin } = fixture.sandbox.harvester;

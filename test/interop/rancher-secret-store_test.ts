@@ -12,8 +12,6 @@ import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
 import type { VirtualMachineInstance } from '../../src/harvester/types.js';
-import { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { redact, registerSecret } from '../../src/log/redact.js';
 import { expireRancherToken } from '../../sandbox/rancher/tokens.js';
@@ -34,6 +32,7 @@ import {
   rancherRemoveArgs,
   type SecretStoreRef,
 } from '../../sandbox/rancher-machine/rancher-job.js';
+import { untilRejected } from '../support/credentials.js';
 import {
   describeRun,
   rancherMachineSkipReason,
@@ -42,27 +41,6 @@ import {
 
 const NS = 'default';
 const skip = rancherMachineSkipReason();
-
-/** Waits until the proxy refuses the kubeconfig (Rancher's token cache may lag a moment). */
-async function untilRejected(kubeconfig: string): Promise<void> {
-  const client = KubeClient.fromKubeconfig(kubeconfig, {
-    retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-  });
-  try {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const err = await client.list(Resources.virtualMachine, { namespace: NS }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') return;
-      if (Date.now() > deadline) throw new Error('the expired credential was still accepted after 20 s');
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    client.close();
-  }
-}
 
 describe(
   "Rancher's machine-provision jobs, store in the machine-state Secret",

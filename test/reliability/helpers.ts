@@ -3,8 +3,7 @@
 // reading what exists on Harvester to prove that nothing was duplicated or lost.
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import type { ProgressEvent } from '../../src/driver/operations/context.js';
-import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import type { KubeClient, KubeClientOptions } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { captureLog, machineFlags, type CapturedLog, type MachineSpec } from '../support/machines.js';
 import { recordError } from '../../sandbox/secret-ledger.js';
@@ -66,20 +65,9 @@ export async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { eventually, sleep } from '../support/eventually.js';
 
-/** Polls `check` every 100 ms until it holds (test scaffolding, not the code under test). */
-export async function eventually(
-  what: string,
-  check: () => Promise<boolean>,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(100);
-  }
-}
+export { eventually, sleep };
 
 /** The VMs labelled as this machine's (the Go driver's harvesterhci.io/vmName label). */
 export async function vmsOfMachine(
@@ -104,27 +92,7 @@ export async function livePvcUids(admin: KubeClient, namespace: string): Promise
   );
 }
 
-/** Waits until a kubeconfig is refused (the apiserver caches a bootstrap token up to 10 s). */
-export async function untilRejected(kubeconfig: string, namespace = 'default'): Promise<void> {
-  const client = KubeClient.fromKubeconfig(kubeconfig, {
-    retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-  });
-  try {
-    await eventually(
-      'the expired credential is refused',
-      async () => {
-        const err = await client.list(Resources.virtualMachine, { namespace }).then(
-          () => undefined,
-          (e: unknown) => e,
-        );
-        return err instanceof KubeError && err.kind === 'CredentialRejected';
-      },
-      25_000,
-    );
-  } finally {
-    client.close();
-  }
-}
+export { untilRejected } from '../support/credentials.js';
 
 /**
  * Client options whose retry pause first runs `during` (the next `times` pauses): a transient

@@ -4,6 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { goDriverConfig } from '../../support/go-driver-config.js';
+
+export { goDriverConfig };
 import type { KubeClient } from '../../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../../src/kube/resources.js';
 
@@ -24,67 +27,6 @@ export function readHostDocument(store: string, name: string): HostDocument {
   return JSON.parse(
     fs.readFileSync(path.join(machineDir(store, name), 'config.json'), 'utf8'),
   ) as HostDocument;
-}
-
-/**
- * The Driver object the Go driver's json.Marshal writes (spec/driver-flags.md): BaseDriver's
- * fields flattened first, then the Harvester fields in declaration order, Go zero values.
- */
-export function goDriverConfig(opts: {
-  name: string;
-  store: string;
-  kubeconfig: string;
-  ip: string;
-  clusterName: string;
-  namespace: string;
-  image: string;
-  network: string;
-}): Record<string, unknown> {
-  return {
-    IPAddress: opts.ip,
-    IPv6Address: '',
-    MachineName: opts.name,
-    SSHUser: 'ubuntu',
-    SSHPort: 22,
-    SSHKeyPath: path.join(machineDir(opts.store, opts.name), 'id_rsa'),
-    StorePath: opts.store,
-    SwarmMaster: false,
-    SwarmHost: '',
-    SwarmDiscovery: '',
-    KubeConfigContent: opts.kubeconfig,
-    VMNamespace: opts.namespace,
-    VMAffinity: '',
-    ClusterType: 'imported',
-    ClusterID: 'c-m-sandbox',
-    ClusterName: opts.clusterName,
-    ServerVersion: 'v1.8.0',
-    CPU: 2,
-    CPUModel: '',
-    MemorySize: '4Gi',
-    ReservedMemorySize: '',
-    DiskSize: '40',
-    DiskBus: 'virtio',
-    ImageName: opts.image,
-    DiskInfo: null,
-    KeyPairName: '',
-    SSHPrivateKeyPath: '',
-    SSHPublicKey: 'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 machine',
-    SSHPassword: '',
-    AddUserToDockerGroup: false,
-    NetworkType: '',
-    NetworkName: opts.network,
-    NetworkModel: 'virtio',
-    NetworkInfo: null,
-    CloudConfig: '/tmp/modified-user-data1234567',
-    UserData: '',
-    NetworkData: '',
-    EnableEFI: false,
-    EnableSecureBoot: false,
-    VGPUInfo: null,
-    CPUPinning: false,
-    IsolateEmulatorThread: false,
-    EnableTPM: false,
-  };
 }
 
 /**
