@@ -58,7 +58,7 @@ describe('expired credentials (direct kubeconfig: 401)', () => {
     assert.equal(err.statusCode, 401);
     assert.match(
       err.message,
-      /^Harvester credential rejected: get virtualmachines\.kubevirt\.io default\/cred-direct/,
+      /^Harvester credential rejected: list virtualmachines\.kubevirt\.io default: Unauthorized/,
     );
     assert.match(err.message, new RegExp(`bootstrap token ${user.tokenId}, saved in the machine config`));
     assert.match(err.message, /Nothing was changed on Harvester/);

@@ -4,8 +4,9 @@
 // A's volumes and all of B's; a plain removal (node replacement) deletes only the boot disk.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ANNOTATION_REMOVE_ALL_PVCS } from '../src/harvester/labels.js';
-import { Resources } from '../src/kube/resources.js';
+import { ANNOTATION_REMOVE_ALL_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../src/harvester/labels.js';
+import { KubeError } from '../src/kube/errors.js';
+import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { newMachine, tempStore } from './support/machines.js';
@@ -123,3 +124,47 @@ for (const path of ['direct', 'via Rancher'] as const) {
     });
   });
 }
+
+describe('removal on a Harvester whose VM controller does not clean up', () => {
+  it('deletes the recorded volumes itself once the VM is gone, and only those', async () => {
+    const { sandbox } = fixture;
+    const { admin } = sandbox.harvester;
+    const a = await guestMachine(
+      sandbox,
+      fixture.sandbox.kubeconfigs.harvesterDirect,
+      'clustere',
+      'clustere-pool1-1f2e3-eeee1',
+    );
+    // An older Harvester: no cleanup finalizer on the VM and nobody deleting its PVCs.
+    sandbox.standIns.faults.forgetVm(ns, a.name);
+    // KubeVirt's stand-in may update the VM meanwhile: retry the optimistic write.
+    for (let attempt = 1; ; attempt++) {
+      const vm = await admin.get<KubeObject>(Resources.virtualMachine, { namespace: ns, name: a.name });
+      const finalizers = (vm.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_HARVESTER_VM_CLEANUP);
+      const written = await admin
+        .patch(
+          Resources.virtualMachine,
+          { namespace: ns, name: a.name },
+          { metadata: { finalizers, resourceVersion: vm.metadata.resourceVersion } },
+        )
+        .then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof KubeError && err.kind === 'Conflict' && attempt < 10) return false;
+            throw err;
+          },
+        );
+      if (written) break;
+    }
+    await a.driver.remove();
+
+    for (const pvc of a.bootDisks) await waitPvcGone(admin, ns, pvc);
+    assert.match(
+      a.log.text(),
+      new RegExp(`Deleting volume default/${a.bootDisks[0] ?? '?'} that Harvester left behind`),
+    );
+    const live = await livePvcs(admin, ns);
+    for (const pvc of [...a.workload, a.unattached])
+      assert.ok(live.has(pvc), `workload volume ${pvc} must stay`);
+  });
+});

@@ -53,6 +53,17 @@ export class Faults {
   isRemovalHeld(key: string): boolean {
     return this.heldRemovals.has(key);
   }
+
+  private readonly forgotten = new Set<string>();
+
+  /** Harvester's VM controller ignores this VM from now on, as an older Harvester without it would. */
+  forgetVm(namespace: string, vmName: string): void {
+    this.forgotten.add(`${namespace}/${vmName}`);
+  }
+
+  isForgotten(key: string): boolean {
+    return this.forgotten.has(key);
+  }
 }
 
 export interface StandInContext {

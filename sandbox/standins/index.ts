@@ -42,6 +42,8 @@ export interface StandIns {
     /** Harvester's VM OnRemove handler fails for this VM until released: it stays Terminating. */
     holdRemoval(namespace: string, vmName: string): void;
     releaseRemoval(namespace: string, vmName: string): void;
+    /** Harvester's VM controller ignores this VM from now on (no PVC creation, no cleanup finalizer work). */
+    forgetVm(namespace: string, vmName: string): void;
   };
   csi: CsiStandIn;
   /** Resolves once every controller queue has drained and stayed drained briefly (tests). */
@@ -96,6 +98,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     faults: {
       holdRemoval: (ns, vm) => faults.holdRemoval(ns, vm),
       releaseRemoval: (ns, vm) => faults.releaseRemoval(ns, vm),
+      forgetVm: (ns, vm) => faults.forgetVm(ns, vm),
     },
     csi: csiStandIn(admin),
     async idle() {

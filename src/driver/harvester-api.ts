@@ -161,17 +161,21 @@ export class HarvesterApi {
   }
 
   /** Foreground deletion, only of the VM we read (uid precondition); false when already gone. */
-  deleteVm(vm: Vm): Promise<boolean> {
+  /**
+   * Foreground deletion, only of the VM we read (uid precondition). Returns the VM as it is
+   * being deleted (with its finalizers and resourceVersion), 'deleted' or 'gone'.
+   */
+  deleteVm(vm: Vm): Promise<Vm | 'deleted' | 'gone'> {
     const { namespace, name, uid } = vm.metadata;
     return this.write(
       `started deleting VM ${ref(vm.metadata)}`,
       () =>
-        this.client.delete(
+        this.client.deleteObject<Vm>(
           Resources.virtualMachine,
           { namespace: namespace ?? '', name: name ?? '' },
           { propagationPolicy: 'Foreground', ...(uid ? { preconditions: { uid } } : {}) },
         ),
-      (deleted) => deleted,
+      (deleted) => deleted !== 'gone',
     );
   }
 

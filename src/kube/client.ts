@@ -276,19 +276,32 @@ export class KubeClient {
     at: { namespace?: string; name: string },
     opts: DeleteOptions = {},
   ): Promise<boolean> {
+    return (await this.deleteObject(type, at, opts)) !== 'gone';
+  }
+
+  /**
+   * Deletes and returns what the apiserver answered: the object still being deleted (it has
+   * finalizers: a Foreground deletion always does), 'deleted' when it went at once, or 'gone'
+   * when it did not exist.
+   */
+  async deleteObject<T extends KubeObject>(
+    type: ResourceType,
+    at: { namespace?: string; name: string },
+    opts: DeleteOptions = {},
+  ): Promise<T | 'deleted' | 'gone'> {
     const refused = nameless(describeOperation('delete', type, at), at.name);
     if (refused) return refused;
     const hasBody = opts.propagationPolicy !== undefined || opts.preconditions !== undefined;
     try {
-      await this.call<unknown>({
+      const answer = await this.call<T | { kind?: string }>({
         method: 'DELETE',
         path: resourcePath(type, at),
         ...(hasBody ? { body: { apiVersion: 'v1', kind: 'DeleteOptions', ...opts } } : {}),
         operation: describeOperation('delete', type, at),
       });
-      return true;
+      return answer.kind === type.kind && 'metadata' in answer ? answer : 'deleted';
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return false;
+      if (err instanceof KubeError && err.kind === 'NotFound') return 'gone';
       throw err;
     }
   }

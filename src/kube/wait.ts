@@ -20,6 +20,11 @@ export interface WaitSpec<T extends KubeObject> {
   /** Ends a watch that has been quiet this long and resumes it (default 60 s). */
   idleTimeoutMs?: number;
   now?: () => number;
+  /**
+   * The object as the caller just read or wrote it (a create, patch or delete answer): the
+   * wait starts watching from its resourceVersion instead of listing first, saving a request.
+   */
+  from?: T;
 }
 
 export class WaitTimeoutError extends KubeError {
@@ -64,6 +69,11 @@ export async function waitFor<T extends KubeObject>(
     }
     return spec.until(obj);
   };
+
+  if (spec.from?.metadata.resourceVersion) {
+    resourceVersion = spec.from.metadata.resourceVersion;
+    if (observe(spec.from)) return current;
+  }
 
   for (;;) {
     const remaining = deadline - now();

@@ -21,6 +21,8 @@ const ns = 'default';
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const vmPath = (name: string): RegExp => new RegExp(`/virtualmachines/${escape(name)}$`);
+/** The namespace's VM list, which each removal plan starts from. */
+const vmListPath = /\/namespaces\/default\/virtualmachines$/;
 
 /** One running machine for the read-path faults, made by the first test that needs it. */
 const steady = 'af-steady-pool1-a1b2c-x1';
@@ -265,10 +267,10 @@ describe('409 conflicts on the VM during a removal', () => {
     const { proxy } = sandbox;
     const name = 'af-busy-pool1-e5f6a-x1';
     let busy = false;
-    // Each plan starts with a fresh read of the VM; its write then meets a transient 503, and
-    // during that pause another writer touches the VM: every write is stale (409).
+    // Each plan starts with a fresh read of the namespace's VMs; its write then meets a
+    // transient 503, and during that pause another writer touches the VM: every write is stale (409).
     const { m, hook, boot } = await wholeClusterMachine(name, 'af-b', (method, path) => {
-      if (busy && method === 'GET' && vmPath(name).test(path)) {
+      if (busy && method === 'GET' && vmListPath.test(path.split('?')[0] ?? '')) {
         proxy.faults.inject({ method: 'PATCH', pathPattern: vmPath(name), status: 503, times: 1 });
       }
     });

@@ -146,7 +146,7 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
     'harvester-vm',
     async (key) => {
       const vm = vms.get(key);
-      if (!vm) return;
+      if (!vm || ctx.faults.isForgotten(key)) return;
       if (vm.metadata.deletionTimestamp) {
         await cleanupPvcs(vm);
         return;

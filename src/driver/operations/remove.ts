@@ -11,20 +11,30 @@ import {
   wantsRemoveAllPvcs,
   type RemovalPlan,
 } from '../../harvester/removal-plan.js';
-import { ANNOTATION_REMOVED_PVCS } from '../../harvester/labels.js';
+import { ANNOTATION_REMOVED_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../../harvester/labels.js';
 import type { Vm } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitVmGone } from './waits.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
 
-/** Reads what the plan needs and makes it; no change on Harvester. */
-export async function planMachineRemoval(ctx: OperationContext, vm: Vm): Promise<RemovalPlan> {
+/** The namespace's VMs (the machine's among them): one list serves both. */
+async function readVms(ctx: OperationContext): Promise<{ vm: Vm | undefined; vms: Vm[] }> {
+  const vms = await ctx.api.listVms(ctx.config.VMNamespace);
+  return { vm: vms.find((v) => v.metadata.name === ctx.config.MachineName), vms };
+}
+
+/** Reads what the plan needs (the namespace's VMs when not given) and makes it; no change on Harvester. */
+export async function planMachineRemoval(
+  ctx: OperationContext,
+  vm: Vm,
+  vmsRead?: Vm[],
+): Promise<RemovalPlan> {
   const ns = ctx.config.VMNamespace;
   const [vmi, pvcs, vms] = await Promise.all([
     ctx.api.findVmi(ns, ctx.config.MachineName),
     ctx.api.listPvcs(ns),
-    ctx.api.listVms(ns),
+    vmsRead ?? ctx.api.listVms(ns),
   ]);
   return planRemoval({
     vm,
@@ -42,11 +52,11 @@ export async function planMachineRemoval(ctx: OperationContext, vm: Vm): Promise
  */
 async function recordPlan(
   ctx: OperationContext,
-  first: Vm,
+  first: { vm: Vm; vms: Vm[] },
 ): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
-  let vm = first;
+  let { vm, vms } = first;
   for (let attempt = 1; ; attempt++) {
-    const plan = await planMachineRemoval(ctx, vm);
+    const plan = await planMachineRemoval(ctx, vm, vms);
     try {
       const patched = await ctx.api.patchVmAnnotations(vm, {
         [ANNOTATION_REMOVED_PVCS]: removedPvcsAnnotationValue(plan),
@@ -55,17 +65,18 @@ async function recordPlan(
     } catch (err) {
       if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
       if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= MAX_PLAN_ATTEMPTS) throw err;
-      const fresh = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
-      if (!fresh) return undefined;
-      vm = fresh;
+      const fresh = await readVms(ctx);
+      if (!fresh.vm) return undefined;
+      ({ vms } = fresh);
+      vm = fresh.vm;
     }
   }
 }
 
 /**
- * After the VM is gone Harvester has deleted the recorded PVCs. One it missed (an older
- * Harvester, a controller restart) is deleted here, after checking again that no VM
- * uses it now.
+ * After the VM is gone Harvester has deleted the recorded PVCs when its cleanup finalizer
+ * was on the VM. Without it (an older Harvester, no VM controller) a PVC still there is
+ * deleted here, after checking again that no VM uses it now.
  */
 async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promise<void> {
   if (plan.pvcs.length === 0) return;
@@ -92,22 +103,28 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
 export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan | undefined> {
   const cfg = ctx.config;
   ctx.log.info('Remove node');
-  const vm = await ctx.api.findVm(cfg.VMNamespace, cfg.MachineName);
+  const { vm, vms } = await readVms(ctx);
   if (!vm) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
     return undefined;
   }
   if (wantsRemoveAllPvcs(vm)) ctx.log.info('Force the removal of all persistent volume claims');
-  const recordedPlan = await recordPlan(ctx, vm);
+  const recordedPlan = await recordPlan(ctx, { vm, vms });
   if (!recordedPlan) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
     return undefined;
   }
   const { vm: recorded, plan } = recordedPlan;
   ctx.log.debug(`volumes to delete with the VM: ${plan.pvcs.map((p) => p.name).join(', ') || 'none'}`);
-  await ctx.api.deleteVm(recorded);
+  const deleting = await ctx.api.deleteVm(recorded);
   ctx.log.info('Waiting for node removed');
-  await waitVmGone(ctx, 'remove', recorded.metadata.uid);
-  await deleteLeftovers(ctx, plan);
+  // The answer to a Foreground delete is the VM being deleted: the wait watches from it.
+  if (typeof deleting === 'object') await waitVmGone(ctx, 'remove', recorded.metadata.uid, deleting);
+  // With Harvester's cleanup finalizer on the VM, the VM cannot go before Harvester deleted
+  // every recorded PVC; without it (an older Harvester, no controller) we delete them.
+  const harvesterCleansUp =
+    typeof deleting === 'object' &&
+    (deleting.metadata.finalizers ?? []).includes(FINALIZER_HARVESTER_VM_CLEANUP);
+  if (!harvesterCleansUp) await deleteLeftovers(ctx, plan);
   return plan;
 }

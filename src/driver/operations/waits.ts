@@ -102,6 +102,8 @@ export async function waitVmGone(
   ctx: OperationContext,
   operation: string,
   uid: string | undefined,
+  /** The VM as the delete answered it: watched from, instead of listed again. */
+  deleting?: Vm,
 ): Promise<void> {
   const { VMNamespace: namespace, MachineName: name } = ctx.config;
   const waitingFor = `VM ${vmRef(ctx.config)} to be removed`;
@@ -115,5 +117,6 @@ export async function waitVmGone(
     until: (o) => o === undefined || (uid !== undefined && o.metadata.uid !== uid),
     describeState: describeVmRemoval,
     onProgress: progress(ctx, operation, waitingFor),
+    ...(deleting ? { from: deleting } : {}),
   });
 }
