@@ -6,6 +6,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { yamlProblem } from '../harvester/parse-problems.js';
+import { parseToken } from '../kube/credential.js';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const LOOKS_LIKE_BASE64 = /^[A-Za-z0-9+/=\s]{16,}$/;
@@ -141,41 +142,14 @@ export function loadKubeconfig(text: string): KubeConfig {
   return kc;
 }
 
-function jwtClaims(token: string): Record<string, unknown> | undefined {
-  const parts = token.split('.');
-  if (parts.length !== 3 || !parts[1]) return undefined;
-  try {
-    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
-    return claims !== null && typeof claims === 'object' ? (claims as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function serviceAccountOf(claims: Record<string, unknown>): string | undefined {
-  const k8s = claims['kubernetes.io'] as
-    { namespace?: unknown; serviceaccount?: { name?: unknown } } | undefined;
-  if (typeof k8s?.namespace === 'string' && typeof k8s.serviceaccount?.name === 'string') {
-    return `system:serviceaccount:${k8s.namespace}:${k8s.serviceaccount.name}`;
-  }
-  const sub = claims['sub'];
-  return typeof sub === 'string' && sub.startsWith('system:serviceaccount:') ? sub : undefined;
-}
-
 /** The public half of a bearer token, never the secret half. */
 export function describeToken(token: string): { tokenName?: string; tokenExpiresAt?: Date } {
-  const trimmed = token.trim();
-  const rancher = /^([a-z0-9][a-z0-9-]*):[^:\s]+$/.exec(trimmed);
-  if (rancher?.[1]) return { tokenName: rancher[1] };
-  const bootstrap = /^([a-z0-9]{6})\.[a-z0-9]{16}$/.exec(trimmed);
-  if (bootstrap?.[1]) return { tokenName: bootstrap[1] };
-  const claims = jwtClaims(trimmed);
-  if (!claims) return {};
-  const out: { tokenName?: string; tokenExpiresAt?: Date } = {};
-  const name = serviceAccountOf(claims);
-  if (name) out.tokenName = name;
-  if (typeof claims['exp'] === 'number') out.tokenExpiresAt = new Date(claims['exp'] * 1000);
-  return out;
+  const facts = parseToken(token);
+  const tokenName = facts.kind === 'jwt' ? facts.serviceAccount : facts.name;
+  return {
+    ...(tokenName ? { tokenName } : {}),
+    ...(facts.kind === 'jwt' && facts.expiresAt ? { tokenExpiresAt: facts.expiresAt } : {}),
+  };
 }
 
 function serverWithoutUserinfo(server: string): string {

@@ -6,31 +6,77 @@ import type { CredentialDescription } from './errors.js';
 import { registerSecret } from '../log/redact.js';
 
 const RANCHER_TOKEN = /^((?:kubeconfig-u|kubeconfig-user|token)-[a-z0-9]+):/;
+/** `<name>:<secret>`, the shape of Rancher's and similar named tokens. */
+const NAMED_TOKEN = /^([a-z0-9][a-z0-9-]*):[^:\s]+$/;
 const BOOTSTRAP_TOKEN = /^([a-z0-9]{6})\.[a-z0-9]{16}$/;
 
-/** Describes a bearer token by its public part. */
-export function describeToken(token: string): { identity: string; expiresAt?: Date } {
-  const rancher = RANCHER_TOKEN.exec(token);
-  if (rancher) return { identity: `Rancher token ${rancher[1]}` };
-  const bootstrap = BOOTSTRAP_TOKEN.exec(token);
-  if (bootstrap) return { identity: `bootstrap token ${bootstrap[1]}` };
-  const jwt = decodeJwtClaims(token);
-  if (jwt) {
-    const identity = typeof jwt.sub === 'string' ? jwt.sub : 'a JWT bearer token';
-    return typeof jwt.exp === 'number' ? { identity, expiresAt: new Date(jwt.exp * 1000) } : { identity };
-  }
-  return { identity: 'a bearer token' };
+/** The public parts of a bearer token; the one parser every description is made from. */
+export interface TokenFacts {
+  kind: 'rancher' | 'named' | 'bootstrap' | 'jwt' | 'opaque';
+  /** Rancher or named token name, bootstrap token id. */
+  name?: string;
+  /** JWT `sub`. */
+  subject?: string;
+  /** `system:serviceaccount:<ns>:<name>` of a service-account JWT. */
+  serviceAccount?: string;
+  expiresAt?: Date;
 }
 
-function decodeJwtClaims(token: string): { sub?: unknown; exp?: unknown } | undefined {
+export function parseToken(raw: string): TokenFacts {
+  const token = raw.trim();
+  const rancher = RANCHER_TOKEN.exec(token);
+  if (rancher?.[1]) return { kind: 'rancher', name: rancher[1] };
+  const named = NAMED_TOKEN.exec(token);
+  if (named?.[1]) return { kind: 'named', name: named[1] };
+  const bootstrap = BOOTSTRAP_TOKEN.exec(token);
+  if (bootstrap?.[1]) return { kind: 'bootstrap', name: bootstrap[1] };
+  const claims = decodeJwtClaims(token);
+  if (!claims) return { kind: 'opaque' };
+  const facts: TokenFacts = { kind: 'jwt' };
+  if (typeof claims['sub'] === 'string') facts.subject = claims['sub'];
+  const serviceAccount = serviceAccountOf(claims);
+  if (serviceAccount) facts.serviceAccount = serviceAccount;
+  if (typeof claims['exp'] === 'number') facts.expiresAt = new Date(claims['exp'] * 1000);
+  return facts;
+}
+
+/** Describes a bearer token by its public part, for error messages. */
+export function describeToken(token: string): { identity: string; expiresAt?: Date } {
+  const facts = parseToken(token);
+  switch (facts.kind) {
+    case 'rancher':
+      return { identity: `Rancher token ${facts.name ?? ''}` };
+    case 'bootstrap':
+      return { identity: `bootstrap token ${facts.name ?? ''}` };
+    case 'jwt': {
+      const identity = facts.subject ?? 'a JWT bearer token';
+      return facts.expiresAt ? { identity, expiresAt: facts.expiresAt } : { identity };
+    }
+    case 'named':
+    case 'opaque':
+      return { identity: 'a bearer token' };
+  }
+}
+
+function decodeJwtClaims(token: string): Record<string, unknown> | undefined {
   const parts = token.split('.');
   if (parts.length !== 3 || !parts[1]) return undefined;
   try {
-    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as unknown;
-    return claims && typeof claims === 'object' ? claims : undefined;
+    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    return claims !== null && typeof claims === 'object' ? (claims as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
+}
+
+function serviceAccountOf(claims: Record<string, unknown>): string | undefined {
+  const k8s = claims['kubernetes.io'] as
+    { namespace?: unknown; serviceaccount?: { name?: unknown } } | undefined;
+  if (typeof k8s?.namespace === 'string' && typeof k8s.serviceaccount?.name === 'string') {
+    return `system:serviceaccount:${k8s.namespace}:${k8s.serviceaccount.name}`;
+  }
+  const sub = claims['sub'];
+  return typeof sub === 'string' && sub.startsWith('system:serviceaccount:') ? sub : undefined;
 }
 
 /**
