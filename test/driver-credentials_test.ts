@@ -1,5 +1,6 @@
-// The credential story of the second seed: a machine whose saved kubeconfig has expired is
-// still removed when Rancher passes the renewed credential (HARVESTER_KUBECONFIG_CONTENT),
+// The credential story of the second seed (docs/upstream/seeds.md#second-report): a machine
+// whose saved kubeconfig has expired is still removed when Rancher passes the renewed
+// credential (HARVESTER_KUBECONFIG_CONTENT),
 // and without it the removal fails with an error that says what to renew, changing nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

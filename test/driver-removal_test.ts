@@ -1,5 +1,6 @@
-// The seed's scenario (harvester/harvester#2825): a machine of guest cluster A with a boot
-// disk, two hot-plugged workload volumes and one labelled unattached PVC, next to cluster
+// The first seed's scenario (docs/upstream/seeds.md#first-report, harvester/harvester#2825): a
+// machine of guest cluster A with a boot disk, two hot-plugged workload volumes and one
+// labelled unattached PVC, next to cluster
 // B's machine and volumes. A whole-cluster removal (Rancher's annotation) leaves none of
 // A's volumes and all of B's; a plain removal (node replacement) deletes only the boot disk.
 import assert from 'node:assert/strict';

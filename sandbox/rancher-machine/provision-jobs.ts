@@ -1,5 +1,5 @@
-// Rancher's machine-provision Jobs (rancher.md §2) with the real rancher-machine and our
-// plugin executable. Each machine gets a directory that plays its Job's pod:
+// Rancher's machine-provision Jobs (docs/upstream/rancher.md#provisioning-jobs) with the real
+// rancher-machine and our plugin executable. Each machine gets a directory that plays its Job's pod:
 // - bin/: the plugin, hard-linked, so the survivor check sees only this job's processes
 //   (create jobs of several machines run at once, as Rancher runs them);
 // - home/: HOME, recreated empty for every job: the store comes from the machine's

@@ -1,5 +1,5 @@
 // rancher-machine's command lines as Rancher's machine-provision Job passes them
-// (rancher.md §2; rancher pkg/controllers/capr/machineprovision/args.go):
+// (docs/upstream/rancher.md#provisioning-jobs; rancher pkg/controllers/capr/machineprovision/args.go):
 //   [--secret-namespace=<ns> --secret-name=<m>-machine-state] create --driver=harvester
 //     --custom-install-script=<file> [--hostname-override=…] <--harvester-* flags, sorted>
 //     --harvester-cluster-name=<cluster> <instance>

@@ -1,5 +1,6 @@
 // The parts of Cluster API and Rancher's machine provisioning that a Rancher local cluster
-// runs, as far as deletion goes (rancher.md §1-§2; cluster-api v1.10 machine controller):
+// runs, as far as deletion goes (docs/upstream/rancher.md#removal-finalizer,
+// docs/upstream/cluster-api.md#deletion-of-a-machine):
 // - a provisioning Cluster being deleted deletes its CAPI Cluster, and keeps its finalizer
 //   until that and the cluster's Machines are gone;
 // - a CAPI Cluster being deleted deletes its Machines;

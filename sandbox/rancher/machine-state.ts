@@ -1,6 +1,7 @@
 // The `<machine>-machine-state` Secret where Rancher keeps rancher-machine's store between
-// jobs (rancher.md §2): key `extractedConfig` holds a gzip'd tar of the store's machines
-// directory, full paths such as home/machine/.docker/machine/machines/<name>/config.json.
+// jobs (docs/upstream/rancher.md#machine-state-secret): key `extractedConfig` holds a gzip'd
+// tar of the store's machines directory, full paths such as
+// home/machine/.docker/machine/machines/<name>/config.json.
 // The sandbox writes the same layout (config.json only; no SSH keys) and reads it back for
 // the removal job. A minimal ustar writer/reader: regular files only.
 import { gunzipSync, gzipSync } from 'node:zlib';

@@ -1,4 +1,5 @@
-// The CSI driver's host-side calls and KubeVirt's declarative hot-plug (spec §3).
+// The CSI driver's host-side calls and KubeVirt's declarative hot-plug
+// (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../src/kube/client.js';

@@ -1,4 +1,5 @@
-// Harvester's VM controller stand-in against a real apiserver (spec/harvester-kubevirt.md §1).
+// Harvester's VM controller stand-in against a real apiserver
+// (docs/upstream/harvester-kubevirt.md#harvester-vm-controller).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
@@ -161,7 +162,8 @@ describe('Harvester VM controller stand-in', () => {
         v?.metadata.annotations?.[Annotations.vmRunStrategy] === 'RerunOnFailure' &&
         (v.metadata.finalizers ?? []).length === 2,
     );
-    // Both controllers' finalizers, as on a real Harvester VM (spec §2).
+    // Both controllers' finalizers, as on a real Harvester VM
+    // (docs/upstream/harvester-kubevirt.md#example-vm).
     assert.deepEqual(
       [...(vm?.metadata.finalizers ?? [])].sort(),
       [Finalizers.kubevirtVmController, Finalizers.harvesterVmCleanup].sort(),

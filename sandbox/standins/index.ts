@@ -1,7 +1,7 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
 // VM, PVC, VMI-network, KeyPair and image controllers, KubeVirt's VM controller and VMI
 // lifecycle (with virt-launcher pods and a kubelet stand-in for them), Longhorn's binding,
-// and the CSI driver's calls. See spec/harvester-kubevirt.md for what each must do.
+// and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';

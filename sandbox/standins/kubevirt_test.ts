@@ -1,5 +1,6 @@
 // KubeVirt's VM controller and VMI lifecycle stand-ins against a real apiserver
-// (spec/harvester-kubevirt.md §4), with the real garbage collector and pvc-protection.
+// (docs/upstream/harvester-kubevirt.md#kubevirt-vm-and-vmi), with the real garbage collector
+// and pvc-protection.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -21,7 +22,8 @@ async function requestStateChange(
   name: string,
   requests: StateChangeRequest[],
 ) {
-  // What virt-api's start/stop/restart subresources write (spec §4).
+  // What virt-api's start/stop/restart subresources write
+  // (docs/upstream/harvester-kubevirt.md#kubevirt-subresources).
   await client.patch(
     Resources.virtualMachine,
     { namespace, name, subresource: 'status' },

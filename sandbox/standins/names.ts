@@ -1,6 +1,7 @@
 // The names real Harvester, KubeVirt, Longhorn and the Harvester CSI driver put on the
-// objects they manage (spec/harvester-kubevirt.md; harvester v1.8.0 pkg/util/constants.go,
-// kubevirt.io/api v1.7.0 core/v1/types.go). The stand-ins write these and nothing else.
+// objects they manage (docs/upstream/harvester-kubevirt.md#names-and-finalizers; harvester
+// v1.8.0 pkg/util/constants.go, kubevirt.io/api v1.7.0 core/v1/types.go). The stand-ins write
+// these and nothing else.
 import type { ResourceType } from '../../src/kube/resources.js';
 
 export const Annotations = {

@@ -123,7 +123,7 @@ export function pvcTemplate(t: PvcTemplate): Record<string, unknown> {
   };
 }
 
-/** A VM as the Go driver builds it (spec/harvester-kubevirt.md §2), trimmed to what matters here. */
+/** A VM as the Go driver builds it (docs/upstream/harvester-kubevirt.md#the-drivers-vm), trimmed down. */
 export function driverVm(
   namespace: string,
   name: string,

@@ -1,5 +1,5 @@
-// Which cloud credential reaches a machine's VM. Rancher's own handler uses only the
-// cluster's (rancher.md §1 step 6), so a cluster whose pools carry their own credential
+// Which cloud credential reaches a machine's VM. Rancher's own handler uses only the cluster's
+// (docs/upstream/rancher.md#cleanup-handler), so a cluster whose pools carry their own credential
 // loops on errors. Here: the machine pool's credential, else the cluster's, then what the
 // machine itself recorded; later candidates are fallbacks, used only for the same
 // Harvester cluster as the first one that exists.

@@ -1,6 +1,6 @@
 // What a Harvester cloud credential's expiry means now, and the exact fix when a machine
 // or pool still points at an expired credential while its cluster has a valid one for the
-// same Harvester cluster (the seed's case: Terraform switched the cluster to a new
+// same Harvester cluster (docs/upstream/seeds.md#second-report: Terraform switched the cluster to a new
 // credential; old machines kept the old one and could not be removed).
 import {
   ANNOTATION_CREDENTIAL_EXPIRATION,

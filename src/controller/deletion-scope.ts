@@ -1,7 +1,8 @@
 // Is a Machine's deletion part of deleting the whole guest cluster? Only then may every
 // volume of the cluster go; scale-down and node replacement keep workload volumes
-// (harvester#3272). Same signal as Rancher's handler (rancher.md §1 step 3), widened to the
-// provisioning Cluster, which Rancher marks deleted before it deletes the CAPI Cluster.
+// (harvester#3272). Same signal as Rancher's handler
+// (docs/upstream/rancher.md#cleanup-handler), widened to the provisioning Cluster, which
+// Rancher marks deleted before it deletes the CAPI Cluster.
 import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../harvester/labels.js';
 import type { KubeObject } from '../kube/resources.js';
 

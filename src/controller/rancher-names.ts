@@ -2,7 +2,7 @@
 // put it. Rancher (machineprovision getInstanceName) names the rancher-machine instance,
 // and so the Harvester VM, SafeConcatName(<infra machine name with '.' -> '-'>): names of
 // 64 characters or more are cut and suffixed with a hash, and a lookup by the plain
-// machine name misses them (rancher.md §1, last point).
+// machine name misses them (docs/upstream/rancher.md#machine-names).
 import { createHash } from 'node:crypto';
 
 /** wrangler's name.SafeConcatName: joined with '-', under 64 characters, distinct by a sha256 suffix. */

@@ -2,7 +2,7 @@
 // is a pure function with the rules written out, and every PVC it leaves alone is listed
 // with the reason (for `rm --dry-run` and the log).
 //
-// Rules (spec/harvester-kubevirt.md §1, §3; spec/rancher.md §1):
+// Rules (the facts behind them: docs/upstream/go-driver.md#removal-and-volumes):
 // - Plain removal (a node is replaced or scaled down): the VM's own boot/data volumes go;
 //   hot-plugged volumes (guest-cluster workload data, harvester#3272) stay.
 // - Whole guest cluster deleted (VM annotated removeAllPersistentVolumeClaims="true"):

@@ -8,7 +8,7 @@ import { buildVirtualMachine, VmSpecError, type VmBuildContext } from './vm-spec
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFake machine';
 const RKE2_INSTALL = 'runcmd:\n- sh /usr/local/custom_script/install.sh\n';
 
-/** The machine of spec/harvester-kubevirt.md §2: legacy flags, one 40 GiB image disk, one bridge NIC. */
+/** The machine of docs/upstream/harvester-kubevirt.md#example-vm: legacy flags, one disk, one NIC. */
 function exampleConfig(overrides: Partial<DriverConfig> = {}): DriverConfig {
   return {
     ...newDriverConfig('mycluster-pool1-7f8d9c5b6-x2v9q', '/store'),
@@ -36,8 +36,8 @@ function context(overrides: Partial<VmBuildContext> = {}): VmBuildContext {
   };
 }
 
-// The example VM of spec/harvester-kubevirt.md §2, as written there; the two elisions of
-// the spec ("{same as above}", the user data) are filled in, nothing else is changed.
+// The example VM of docs/upstream/harvester-kubevirt.md#example-vm, as written there; its two
+// elisions (the template's labels, the user data) are filled in, nothing else is changed.
 const LABELS = `
     harvesterhci.io/creator: docker-machine-driver-harvester
     harvesterhci.io/vmName: mycluster-pool1-7f8d9c5b6-x2v9q
@@ -88,7 +88,7 @@ describe('buildVirtualMachine', () => {
       name: 'cloudinitdisk',
       cloudInitNoCloud: { userData: expectedUserData },
     };
-    // The spec's example leaves the affinity out; it is the default one, checked next.
+    // The documented example leaves the affinity out; it is the default one, checked next.
     const { affinity, ...templateSpec } = vm.spec.template.spec;
     assert.deepEqual(
       { ...vm, spec: { ...vm.spec, template: { ...vm.spec.template, spec: templateSpec } } },
@@ -108,7 +108,7 @@ describe('buildVirtualMachine', () => {
         ],
       },
     });
-    // The annotation is byte-for-byte the spec's string (field order matters to nobody, but we keep Go's).
+    // The annotation is byte-for-byte the example's string (field order matters to nobody, but we keep Go's).
     assert.equal(
       vm.metadata.annotations?.['harvesterhci.io/volumeClaimTemplates'],
       (parse(SPEC_EXAMPLE) as { metadata: { annotations: Record<string, string> } }).metadata.annotations[

@@ -1,5 +1,6 @@
-// The seed's scenario end to end on the whole sandbox: Harvester (control plane + stand-in
-// controllers + CSI), Rancher's local cluster with the CAPI stand-in running the real
+// The first seed's scenario (docs/upstream/seeds.md#first-report) end to end on the whole
+// sandbox: Harvester (control plane + stand-in controllers + CSI), Rancher's local cluster with
+// the CAPI stand-in running the real
 // driver's Remove in process, the front proxy with Rancher tokens that expire, and the
 // controller under the chart's RBAC. What is checked is what a user sees on Harvester:
 // which VMs and which volumes are left.

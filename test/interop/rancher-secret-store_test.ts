@@ -4,8 +4,9 @@
 // cluster with --kubeconfig / $KUBECONFIG, else the pod's in-cluster config
 // (libmachine/persist/secretstore.go NewSecretStore); here $KUBECONFIG points at the
 // sandbox's Rancher, so the argv stays exactly the job's.
-// The second seed: the credential saved at create expires; the rm job gets the rotated one
-// in HARVESTER_KUBECONFIG_CONTENT and must succeed; without it, it must fail with our
+// The second seed (docs/upstream/seeds.md#second-report): the credential saved at create
+// expires; the rm job gets the rotated one in HARVESTER_KUBECONFIG_CONTENT and must succeed;
+// without it, it must fail with our
 // credential error and change nothing.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -2,8 +2,8 @@
 import path from 'node:path';
 
 /**
- * The Driver object the Go driver's json.Marshal writes (spec/driver-flags.md): BaseDriver's
- * fields flattened first, then the Harvester fields in declaration order, Go zero values.
+ * The Driver object the Go driver's json.Marshal writes (docs/upstream/go-driver.md#saved-driver-config):
+ * BaseDriver's fields flattened first, then the Harvester fields in declaration order, Go zero values.
  */
 export function goDriverConfig(opts: {
   name: string;

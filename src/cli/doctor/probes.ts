@@ -119,7 +119,7 @@ export async function probeAccess(
 
 // ---- Rancher ----
 
-/** Names Rancher gives a Harvester cloud credential (rancher/rancher pkg/.../harvester; spec/rancher.md §3). */
+/** Names Rancher gives a Harvester cloud credential (docs/upstream/rancher.md#cloud-credentials). */
 export const CLOUD_CREDENTIAL_NAMESPACE = 'cattle-global-data';
 export const CLOUD_CREDENTIAL_KUBECONFIG_KEY = 'harvestercredentialConfig-kubeconfigContent';
 export const CLOUD_CREDENTIAL_CLUSTER_ID_KEY = 'harvestercredentialConfig-clusterId';

@@ -1,4 +1,4 @@
-// Every byte sequence captured in spec/plugin-protocol.md §3, and Go's own encodings
+// Every byte sequence in docs/upstream/plugin-protocol.md#captured-bytes, and Go's own encodings
 // (testing/go-fixtures.ts): ours must be byte-identical where we make Go's choices,
 // and Go's must decode to the values Go encoded where Go chooses differently.
 import assert from 'node:assert/strict';

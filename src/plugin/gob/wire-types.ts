@@ -32,7 +32,7 @@ export const TypeId = {
 
 /** Go refuses definitions of ids below this (they are its own). */
 export const FIRST_USER_ID = 64;
-/** The first id our encoder gives out: the one the captured Go processes gave their first type (spec §3). */
+/** Our encoder's first id, the one Go gives its first type (docs/upstream/plugin-protocol.md#captured-bytes). */
 export const FIRST_ENCODER_ID = 65;
 /** Go's typeId is an int32. */
 export const MAX_TYPE_ID = 2 ** 31 - 1;

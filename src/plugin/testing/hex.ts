@@ -1,6 +1,6 @@
-// Hex helpers for tests that compare bytes with the captures in the protocol spec.
+// Hex helpers for tests that compare bytes with the captures in docs/upstream/plugin-protocol.md.
 
-/** Bytes from hex written with spaces and quoted ASCII, as in spec/plugin-protocol.md §3. */
+/** Bytes from hex with spaces and quoted ASCII, as in docs/upstream/plugin-protocol.md#captured-bytes. */
 export function specBytes(text: string): Uint8Array {
   const out: number[] = [];
   const re = /"([^"]*)"|([0-9a-fA-F]{2})|\s+/gy;
