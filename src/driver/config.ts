@@ -20,7 +20,7 @@ import { interfaceNameForNetwork } from '../harvester/ip-address.js';
 import { isValidLabelValue } from '../harvester/labels.js';
 import { networkDataProblems } from '../harvester/network-data.js';
 import { cliName, FLAGS, GO_WAIT_SECONDS, RESERVED_MEMORY_UNSET, type FlagSpec } from './flags.js';
-import type { GoDriverConfig } from './go-config.js';
+import { newGoDriverConfig, type GoDriverConfig } from '../harvester/go-config.js';
 import { decodeBase64OrPlain, kubeconfigProblems } from './kubeconfig-content.js';
 import type { FlagValues } from './machine-driver.js';
 
@@ -46,54 +46,9 @@ export function defaultHarvesterMachineOptions(): HarvesterMachineOptions {
   };
 }
 
-/** The Go driver's NewDriver(hostName, storePath): Go zero values everywhere else. */
+/** The Go driver's NewDriver(hostName, storePath), with our options at their defaults. */
 export function newDriverConfig(machineName = '', storePath = ''): DriverConfig {
-  return {
-    IPAddress: '',
-    IPv6Address: '',
-    MachineName: machineName,
-    SSHUser: '',
-    SSHPort: 0,
-    SSHKeyPath: '',
-    StorePath: storePath,
-    SwarmMaster: false,
-    SwarmHost: '',
-    SwarmDiscovery: '',
-    KubeConfigContent: '',
-    VMNamespace: '',
-    VMAffinity: '',
-    ClusterType: '',
-    ClusterID: '',
-    ClusterName: '',
-    ServerVersion: '',
-    CPU: 0,
-    CPUModel: '',
-    MemorySize: '',
-    ReservedMemorySize: '',
-    DiskSize: '',
-    DiskBus: '',
-    ImageName: '',
-    DiskInfo: null,
-    KeyPairName: '',
-    SSHPrivateKeyPath: '',
-    SSHPublicKey: '',
-    SSHPassword: '',
-    AddUserToDockerGroup: false,
-    NetworkType: '',
-    NetworkName: '',
-    NetworkModel: '',
-    NetworkInfo: null,
-    CloudConfig: '',
-    UserData: '',
-    NetworkData: '',
-    EnableEFI: false,
-    EnableSecureBoot: false,
-    VGPUInfo: null,
-    CPUPinning: false,
-    IsolateEmulatorThread: false,
-    EnableTPM: false,
-    HarvesterMachine: defaultHarvesterMachineOptions(),
-  };
+  return { ...newGoDriverConfig(machineName, storePath), HarvesterMachine: defaultHarvesterMachineOptions() };
 }
 
 export interface ConfigProblem {

@@ -18,7 +18,7 @@ import {
   type HarvesterMachineOptions,
 } from './config.js';
 import { FLAGS } from './flags.js';
-import type { GoDriverConfig } from './go-config.js';
+import type { GoDriverConfig } from '../harvester/go-config.js';
 import { decodeBase64OrPlain } from './kubeconfig-content.js';
 
 type FieldKind = 'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'options';

@@ -4,7 +4,7 @@
 // leaves to KubeVirt's admission webhook or never makes. Problems are phrases that follow
 // the flag name; they quote no value that could be a secret (these values hold none).
 
-import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from '../driver/go-config.js';
+import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from './go-config.js';
 import { jsonProblem } from './parse-problems.js';
 
 export const DISK_BUSES = ['virtio', 'sata', 'scsi', 'usb'] as const;

@@ -4,7 +4,7 @@
 // link-local and loopback skipped, and "nothing yet" is an answer rather than a crash.
 
 import { isIPv4, isIPv6 } from 'node:net';
-import type { GoDriverConfig } from '../driver/go-config.js';
+import type { GoDriverConfig } from './go-config.js';
 import { namespacedName, nicName } from './names.js';
 import type { VMINetworkInterfaceStatus, VirtualMachineInstance } from './types.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { newDriverConfig } from '../driver/config.js';
+import { newGoDriverConfig } from './go-config.js';
 import { interfaceNameForNetwork, pickNodeAddresses } from './ip-address.js';
 import { vmiWith } from './testing/fixtures.js';
 import type { VMINetworkInterfaceStatus } from './types.js';
@@ -77,7 +77,7 @@ describe('pickNodeAddresses', () => {
 
 describe('interfaceNameForNetwork', () => {
   const multiNic = {
-    ...newDriverConfig('m1'),
+    ...newGoDriverConfig('m1'),
     VMNamespace: 'default',
     NetworkInfo: {
       interfaces: [
@@ -97,7 +97,7 @@ describe('interfaceNameForNetwork', () => {
   });
 
   it('legacy single network is nic-0', () => {
-    const legacy = { ...newDriverConfig('m1'), VMNamespace: 'ns1', NetworkName: 'vlan1' };
+    const legacy = { ...newGoDriverConfig('m1'), VMNamespace: 'ns1', NetworkName: 'vlan1' };
     assert.equal(interfaceNameForNetwork(legacy, 'ns1/vlan1'), 'nic-0');
     assert.equal(interfaceNameForNetwork(legacy, 'vlan2'), undefined);
   });

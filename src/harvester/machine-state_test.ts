@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MachineState } from '../driver/machine-driver.js';
-import { machineStateOf } from './machine-state.js';
+import { MachineState, machineStateOf } from './machine-state.js';
 import { vmiWith, vmWith } from './testing/fixtures.js';
 import type { VMIPhase } from './types.js';
 

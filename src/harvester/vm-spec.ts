@@ -3,7 +3,7 @@
 // operator see the same object whichever driver made it. Pure: lookups the build needs
 // (the image's storage class, random PVC suffixes) come in through the context.
 
-import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from '../driver/go-config.js';
+import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from './go-config.js';
 import { assembleUserData, placeCloudInit } from './cloud-init.js';
 import { DEFAULT_DISK_BUS, DEFAULT_NETWORK_MODEL } from './disk-network-info.js';
 import {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { newDriverConfig, type DriverConfig } from '../driver/config.js';
+import { newGoDriverConfig, type GoDriverConfig } from './go-config.js';
 import { assembleUserData } from './cloud-init.js';
 import { buildVirtualMachine, VmSpecError, type VmBuildContext } from './vm-spec.js';
 
@@ -9,9 +9,9 @@ const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFake machine';
 const RKE2_INSTALL = 'runcmd:\n- sh /usr/local/custom_script/install.sh\n';
 
 /** The machine of docs/upstream/harvester-kubevirt.md#example-vm: legacy flags, one disk, one NIC. */
-function exampleConfig(overrides: Partial<DriverConfig> = {}): DriverConfig {
+function exampleConfig(overrides: Partial<GoDriverConfig> = {}): GoDriverConfig {
   return {
-    ...newDriverConfig('mycluster-pool1-7f8d9c5b6-x2v9q', '/store'),
+    ...newGoDriverConfig('mycluster-pool1-7f8d9c5b6-x2v9q', '/store'),
     VMNamespace: 'default',
     ClusterName: 'mycluster',
     CPU: 2,
@@ -309,7 +309,7 @@ describe('buildVirtualMachine', () => {
   });
 
   it('fails clearly when the config cannot become a VM', () => {
-    const cases: Array<[Partial<DriverConfig>, Partial<VmBuildContext>, RegExp]> = [
+    const cases: Array<[Partial<GoDriverConfig>, Partial<VmBuildContext>, RegExp]> = [
       [{}, { imageStorageClass: () => undefined }, /image default\/image-abc12 has no storage class yet/],
       [{ VMAffinity: '{"podAffinity":' }, {}, /VM affinity is not valid JSON/],
       [{ VMAffinity: 'null' }, {}, /VM affinity must be a JSON object/],

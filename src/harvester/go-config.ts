@@ -72,3 +72,52 @@ export interface GoHarvesterFields {
 }
 
 export type GoDriverConfig = GoBaseDriver & GoHarvesterFields;
+
+/** The Go driver's NewDriver(hostName, storePath): Go zero values everywhere else. */
+export function newGoDriverConfig(machineName = '', storePath = ''): GoDriverConfig {
+  return {
+    IPAddress: '',
+    IPv6Address: '',
+    MachineName: machineName,
+    SSHUser: '',
+    SSHPort: 0,
+    SSHKeyPath: '',
+    StorePath: storePath,
+    SwarmMaster: false,
+    SwarmHost: '',
+    SwarmDiscovery: '',
+    KubeConfigContent: '',
+    VMNamespace: '',
+    VMAffinity: '',
+    ClusterType: '',
+    ClusterID: '',
+    ClusterName: '',
+    ServerVersion: '',
+    CPU: 0,
+    CPUModel: '',
+    MemorySize: '',
+    ReservedMemorySize: '',
+    DiskSize: '',
+    DiskBus: '',
+    ImageName: '',
+    DiskInfo: null,
+    KeyPairName: '',
+    SSHPrivateKeyPath: '',
+    SSHPublicKey: '',
+    SSHPassword: '',
+    AddUserToDockerGroup: false,
+    NetworkType: '',
+    NetworkName: '',
+    NetworkModel: '',
+    NetworkInfo: null,
+    CloudConfig: '',
+    UserData: '',
+    NetworkData: '',
+    EnableEFI: false,
+    EnableSecureBoot: false,
+    VGPUInfo: null,
+    CPUPinning: false,
+    IsolateEmulatorThread: false,
+    EnableTPM: false,
+  };
+}
