@@ -20,7 +20,7 @@ import {
   findOrphans,
   volumesToDelete,
   type OrphanVolume,
-} from '../volumes/orphans.js';
+} from '../../harvester/orphaned-volumes.js';
 import { outputOption } from './machine-info.js';
 
 interface OrphanedOptions {

@@ -5,7 +5,7 @@ import type { VirtualMachine, VirtualMachineInstance } from '../../harvester/typ
 import type { KubeClient } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
-import type { ClusterScan, EventLike, HostPvc, PodLike } from './orphans.js';
+import type { ClusterScan, EventLike, HostPvc, PodLike } from '../../harvester/orphaned-volumes.js';
 
 const podResource: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
 

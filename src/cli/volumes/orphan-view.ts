@@ -2,7 +2,7 @@
 // tells where a volume came from, and what was left out and why.
 import { formatAge } from '../format/durations.js';
 import { renderTable } from '../format/table.js';
-import type { OrphanReport, OrphanVolume } from './orphans.js';
+import type { OrphanReport, OrphanVolume } from '../../harvester/orphaned-volumes.js';
 
 function why(v: OrphanVolume): string {
   return v.clusterSource ? `${v.kind}; cluster from ${v.clusterSource}` : v.kind;

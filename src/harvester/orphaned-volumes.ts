@@ -1,7 +1,7 @@
 // Which host volumes belong to no VM any more (harvester#7765: volumes of deleted guest
 // clusters, left behind when they were not attached at deletion time), and to which
 // guest cluster each one belonged, as far as anything on Harvester still tells. Pure:
-// the caller lists the objects (cluster-scan.ts) and deletes (with a re-check through
+// the caller lists the objects (cli/volumes/cluster-scan.ts) and deletes (with a re-check through
 // the same classify()).
 //
 // A PVC is never an orphan while anything uses it: a VM (being deleted or not) through
@@ -15,14 +15,9 @@ import {
   ANNOTATION_REMOVED_PVCS,
   ANNOTATION_VOLUME_CLAIM_TEMPLATES,
   LABEL_GUEST_CLUSTER_NAME,
-} from '../../harvester/labels.js';
-import { referencedClaims } from '../../harvester/removal-plan.js';
-import type {
-  ObjectMeta,
-  PersistentVolumeClaim,
-  VirtualMachine,
-  VirtualMachineInstance,
-} from '../../harvester/types.js';
+} from './labels.js';
+import { referencedClaims } from './removal-plan.js';
+import type { ObjectMeta, PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
 
 export type HostPvc = Omit<PersistentVolumeClaim, 'status'> & {
   status?: { phase?: string; capacity?: Record<string, string> };

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { pvcVolume, vmiWith, vmWith } from '../../harvester/testing/fixtures.js';
-import type { VirtualMachine } from '../../harvester/types.js';
+import { pvcVolume, vmiWith, vmWith } from './testing/fixtures.js';
+import type { VirtualMachine } from './types.js';
 import {
   classify,
   classifyContext,
@@ -11,7 +11,7 @@ import {
   type ClusterScan,
   type EventLike,
   type HostPvc,
-} from './orphans.js';
+} from './orphaned-volumes.js';
 
 const NOW = new Date('2025-06-01T12:00:00Z');
 const OLD = '2025-05-01T12:00:00Z';
