@@ -4,7 +4,7 @@ import { CommanderError } from 'commander';
 import { ConfigError } from '../driver/config.js';
 import { CredentialRejectedError } from '../driver/credential-error.js';
 import { SavedConfigError } from '../driver/go-json.js';
-import { KubeconfigError } from '../driver/kubeconfig-content.js';
+import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { PreCreateCheckError } from '../driver/operations/pre-create-check.js';
 import { KubeError } from '../kube/errors.js';
 import { ExitWithCode, MachineNotFoundError, UsageError } from './errors.js';

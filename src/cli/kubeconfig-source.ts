@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FLAGS } from '../driver/flags.js';
-import { decodeBase64OrPlain } from '../driver/kubeconfig-content.js';
+import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import { registerSecret } from '../log/redact.js';
 import { UsageError } from './errors.js';
 

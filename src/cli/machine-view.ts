@@ -1,6 +1,6 @@
 // What ls and inspect show about a stored machine, from its saved config alone (pure):
 // where its VM is, its address, and its credential described without any secret.
-import { describeKubeconfig, loadKubeconfig } from '../driver/kubeconfig-content.js';
+import { describeKubeconfig, loadKubeconfig } from '../kube/kubeconfig-content.js';
 import { describeCredential } from '../kube/credential.js';
 import type { HostConfig } from './store/host-config.js';
 

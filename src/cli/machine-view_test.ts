@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FAKE_TOKEN_SECRET, GO_CONFIG_JSON, rancherKubeconfig } from '../harvester/testing/fixtures.js';
+import { GO_CONFIG_JSON } from '../harvester/testing/fixtures.js';
+import { FAKE_TOKEN_SECRET, rancherKubeconfig } from '../kube/testing/kubeconfig.js';
 import { hostConfigFor } from './store/host-config.js';
 import { describeSavedCredential, redactedHost, summarize } from './machine-view.js';
 

@@ -1,7 +1,7 @@
 // Talking to Harvester through a cloud credential: one client per credential Secret
 // version (a renewed credential gets a new client), the credential probe, and the VM
 // lookup + annotation. Secrets are registered for redaction when a client is made.
-import { decodeBase64OrPlain } from '../driver/kubeconfig-content.js';
+import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import { KubeClient, KubeError } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';

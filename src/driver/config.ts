@@ -21,7 +21,7 @@ import { isValidLabelValue } from '../harvester/labels.js';
 import { networkDataProblems } from '../harvester/network-data.js';
 import { cliName, FLAGS, GO_WAIT_SECONDS, RESERVED_MEMORY_UNSET, type FlagSpec } from './flags.js';
 import { newGoDriverConfig, type GoDriverConfig } from '../harvester/go-config.js';
-import { decodeBase64OrPlain, kubeconfigProblems } from './kubeconfig-content.js';
+import { decodeBase64OrPlain, kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import type { FlagValues } from './machine-driver.js';
 
 /** Our settings that the Go driver has no field for; saved under one extra key, "HarvesterMachine". */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from '../harvester/testing/fixtures.js';
+import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from '../kube/testing/kubeconfig.js';
 import {
   ConfigError,
   configFromFlags,

@@ -19,7 +19,7 @@ import {
 } from './config.js';
 import { FLAGS } from './flags.js';
 import type { GoDriverConfig } from '../harvester/go-config.js';
-import { decodeBase64OrPlain } from './kubeconfig-content.js';
+import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 
 type FieldKind = 'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'options';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GO_CONFIG_JSON, rancherKubeconfig } from '../harvester/testing/fixtures.js';
+import { GO_CONFIG_JSON } from '../harvester/testing/fixtures.js';
+import { rancherKubeconfig } from '../kube/testing/kubeconfig.js';
 import { newDriverConfig } from './config.js';
 import {
   applyFreshCredential,

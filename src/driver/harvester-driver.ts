@@ -21,7 +21,7 @@ import {
   type SavedConfig,
 } from './go-json.js';
 import { HarvesterApi } from './harvester-api.js';
-import { kubeconfigProblems } from './kubeconfig-content.js';
+import { kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import type { FlagValues, McnFlag, MachineDriver, MachineState } from './machine-driver.js';
 import type { OperationContext, ProgressEvent } from './operations/context.js';
 import { createMachine } from './operations/create.js';

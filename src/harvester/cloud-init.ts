@@ -20,7 +20,7 @@ import {
   YAMLMap,
   type Node,
 } from 'yaml';
-import { yamlProblem } from './parse-problems.js';
+import { yamlProblem } from '../common/parse-problems.js';
 import { cloudInitSecretName } from './names.js';
 import type { CloudInitSource, ObjectMeta, Secret, VirtualMachine } from './types.js';
 

@@ -5,7 +5,7 @@
 // the flag name; they quote no value that could be a secret (these values hold none).
 
 import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from './go-config.js';
-import { jsonProblem } from './parse-problems.js';
+import { jsonProblem } from '../common/parse-problems.js';
 
 export const DISK_BUSES = ['virtio', 'sata', 'scsi', 'usb'] as const;
 export const DISK_TYPES = ['disk', 'cd-rom'] as const;

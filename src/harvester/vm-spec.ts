@@ -39,7 +39,7 @@ import type {
   Volume,
   WeightedPodAffinityTerm,
 } from './types.js';
-import { jsonProblem } from './parse-problems.js';
+import { jsonProblem } from '../common/parse-problems.js';
 
 export const RUN_STRATEGY = 'RerunOnFailure';
 export const EVICTION_STRATEGY = 'LiveMigrateIfPossible';

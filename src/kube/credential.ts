@@ -40,21 +40,43 @@ export function parseToken(raw: string): TokenFacts {
   return facts;
 }
 
-/** Describes a bearer token by its public part, for error messages. */
-export function describeToken(token: string): { identity: string; expiresAt?: Date } {
+/** A bearer token by its public part; never any of the secret half. */
+export interface TokenDescription {
+  /** For a sentence: "Rancher token kubeconfig-u-abc12", "bootstrap token abcdef", a JWT's subject. */
+  identity: string;
+  /**
+   * The name the token goes by, when it has one: "kubeconfig-u-abc12" of a Rancher token
+   * "kubeconfig-u-abc12:<secret>", the id of a bootstrap token "<id>.<secret>", or
+   * "system:serviceaccount:<ns>:<name>" of a service-account JWT.
+   */
+  name?: string;
+  /** A JWT's `exp` claim, when it has one. */
+  expiresAt?: Date;
+}
+
+/** Describes a bearer token: the one description error messages and kubeconfig reports share. */
+export function describeToken(token: string): TokenDescription {
   const facts = parseToken(token);
+  const name = facts.kind === 'jwt' ? facts.serviceAccount : facts.name;
+  const identity = identityOf(facts);
+  return {
+    identity,
+    ...(name ? { name } : {}),
+    ...(facts.kind === 'jwt' && facts.expiresAt ? { expiresAt: facts.expiresAt } : {}),
+  };
+}
+
+function identityOf(facts: TokenFacts): string {
   switch (facts.kind) {
     case 'rancher':
-      return { identity: `Rancher token ${facts.name ?? ''}` };
+      return `Rancher token ${facts.name ?? ''}`;
     case 'bootstrap':
-      return { identity: `bootstrap token ${facts.name ?? ''}` };
-    case 'jwt': {
-      const identity = facts.subject ?? 'a JWT bearer token';
-      return facts.expiresAt ? { identity, expiresAt: facts.expiresAt } : { identity };
-    }
+      return `bootstrap token ${facts.name ?? ''}`;
+    case 'jwt':
+      return facts.subject ?? 'a JWT bearer token';
     case 'named':
     case 'opaque':
-      return { identity: 'a bearer token' };
+      return 'a bearer token';
   }
 }
 
@@ -90,7 +112,10 @@ export function describeCredential(kc: KubeConfig): CredentialDescription {
   registerSecret(user.token);
   registerSecret(user.password);
   registerSecret(user.keyData);
-  if (user.token) return { server, ...describeToken(user.token) };
+  if (user.token) {
+    const { identity, expiresAt } = describeToken(user.token);
+    return expiresAt ? { server, identity, expiresAt } : { server, identity };
+  }
   if (user.certData) {
     try {
       const cert = new X509Certificate(Buffer.from(user.certData, 'base64'));

@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { ConfigError, newDriverConfig } from '../../src/driver/config.js';
 import { SavedConfigError, savedConfigFor, serializeSavedConfig } from '../../src/driver/go-json.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
-import { rancherKubeconfig } from '../../src/harvester/testing/fixtures.js';
+import { rancherKubeconfig } from '../../src/kube/testing/kubeconfig.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { recordError } from '../../sandbox/secret-ledger.js';
 

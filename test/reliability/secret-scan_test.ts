@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { redact, registerSecret } from '../../src/log/redact.js';
-import { rancherKubeconfig } from '../../src/harvester/testing/fixtures.js';
+import { rancherKubeconfig } from '../../src/kube/testing/kubeconfig.js';
 import { LEDGER_FILE, base64Fingerprints, scanDirectory } from '../support/secret-scan.js';
 
 const SCANNER = fileURLToPath(new URL('../support/secret-scan.js', import.meta.url));

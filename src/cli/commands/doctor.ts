@@ -9,7 +9,7 @@ import {
   describeKubeconfig,
   KubeconfigError,
   loadKubeconfig,
-} from '../../driver/kubeconfig-content.js';
+} from '../../kube/kubeconfig-content.js';
 import { KubeClient, type KubeClientOptions } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
 import { Resources } from '../../kube/resources.js';

@@ -1,36 +1,7 @@
-// Test fixtures shared by the domain tests: a Rancher-style kubeconfig (fake token), a
-// Go driver config.json driver object, and small builders for VMs, VMIs and PVCs.
-// Nothing here is a real credential.
+// Test fixtures shared by the domain tests: a Go driver config.json driver object, and
+// small builders for VMs, VMIs and PVCs. (The fake kubeconfig is in kube/testing.)
 
 import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance, Volume } from '../types.js';
-
-export const FAKE_TOKEN_SECRET = 'q8w7e6r5t4y3u2i1o0p9a8s7d6f5g4h3j2k1l0z9x8c7v6b5n4m3';
-export const FAKE_TOKEN = `kubeconfig-u-abc12:${FAKE_TOKEN_SECRET}`;
-
-/** A kubeconfig as Rancher's generateKubeconfig makes it for a Harvester cluster. */
-export function rancherKubeconfig(
-  overrides: { server?: string; currentContext?: string; token?: string } = {},
-): string {
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: harvester',
-    '  cluster:',
-    `    server: "${overrides.server ?? 'https://rancher.example.test/k8s/clusters/c-m-abcd1234'}"`,
-    'contexts:',
-    '- name: harvester',
-    '  context:',
-    '    cluster: harvester',
-    '    user: harvester',
-    `current-context: "${overrides.currentContext ?? 'harvester'}"`,
-    'users:',
-    '- name: harvester',
-    '  user:',
-    `    token: "${overrides.token ?? FAKE_TOKEN}"`,
-    '',
-  ].join('\n');
-}
 
 /**
  * The driver object of a config.json written by a newer Go driver (json.Marshal, compact):

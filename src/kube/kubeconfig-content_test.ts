@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from '../harvester/testing/fixtures.js';
+import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from './testing/kubeconfig.js';
+import { describeToken } from './credential.js';
 import {
   decodeBase64OrPlain,
   describeKubeconfig,
-  describeToken,
   KubeconfigError,
   kubeconfigProblems,
   loadKubeconfig,
@@ -51,7 +51,10 @@ describe('kubeconfig validation and description', () => {
   });
 
   it('names bootstrap tokens by id and service-account JWTs by account, with expiry', () => {
-    assert.deepEqual(describeToken('abcdef.0123456789abcdef'), { tokenName: 'abcdef' });
+    assert.deepEqual(describeToken('abcdef.0123456789abcdef'), {
+      identity: 'bootstrap token abcdef',
+      name: 'abcdef',
+    });
     const claims = {
       'kubernetes.io': { namespace: 'kube-system', serviceaccount: { name: 'deployer' } },
       exp: 1700000000,
@@ -62,10 +65,11 @@ describe('kubeconfig validation and description', () => {
       'c2lnbmF0dXJl',
     ].join('.');
     assert.deepEqual(describeToken(jwt), {
-      tokenName: 'system:serviceaccount:kube-system:deployer',
-      tokenExpiresAt: new Date(1700000000 * 1000),
+      identity: 'a JWT bearer token',
+      name: 'system:serviceaccount:kube-system:deployer',
+      expiresAt: new Date(1700000000 * 1000),
     });
-    assert.deepEqual(describeToken('opaque-secret-without-structure'), {});
+    assert.deepEqual(describeToken('opaque-secret-without-structure'), { identity: 'a bearer token' });
   });
 
   it('tells the auth kinds apart', () => {

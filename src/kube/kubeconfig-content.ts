@@ -5,8 +5,8 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
-import { yamlProblem } from '../harvester/parse-problems.js';
-import { parseToken } from '../kube/credential.js';
+import { yamlProblem } from '../common/parse-problems.js';
+import { describeToken } from './credential.js';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const LOOKS_LIKE_BASE64 = /^[A-Za-z0-9+/=\s]{16,}$/;
@@ -142,16 +142,6 @@ export function loadKubeconfig(text: string): KubeConfig {
   return kc;
 }
 
-/** The public half of a bearer token, never the secret half. */
-export function describeToken(token: string): { tokenName?: string; tokenExpiresAt?: Date } {
-  const facts = parseToken(token);
-  const tokenName = facts.kind === 'jwt' ? facts.serviceAccount : facts.name;
-  return {
-    ...(tokenName ? { tokenName } : {}),
-    ...(facts.kind === 'jwt' && facts.expiresAt ? { tokenExpiresAt: facts.expiresAt } : {}),
-  };
-}
-
 function serverWithoutUserinfo(server: string): string {
   try {
     const url = new URL(server);
@@ -178,7 +168,9 @@ export function describeKubeconfig(text: string): KubeconfigDescription {
   };
   if (user?.token) {
     description.authKind = 'token';
-    Object.assign(description, describeToken(user.token));
+    const { name, expiresAt } = describeToken(user.token);
+    if (name) description.tokenName = name;
+    if (expiresAt) description.tokenExpiresAt = expiresAt;
   } else if (user?.certData || user?.certFile) {
     description.authKind = 'client-cert';
   } else if (user?.exec || user?.authProvider) {
