@@ -8,6 +8,7 @@
 // - rancherLocal: admin of Rancher's local cluster (where the cleanup controller runs).
 import type { KubeClient } from '../src/kube/client.js';
 import { silentLogger, type Logger } from '../src/log/logger.js';
+import { CLOUD_CREDENTIAL_NAMESPACE } from '../src/rancher/cloud-credential.js';
 import { createTokenUser, setTokenExpiry, tokenKubeconfig, type TokenUser } from './control-plane/access.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { installCrds } from './crds/install.js';
@@ -202,7 +203,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       expiresAt: new Date(Date.now() + (opts.directUserTtlMs ?? 30 * DAY)),
     });
     const rancherToken = await newRancherToken({ ttlMs: opts.rancherTokenTtlMs ?? 30 * DAY });
-    const cloudCredential = { namespace: 'cattle-global-data', name: 'cc-harvester-sandbox' };
+    const cloudCredential = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: 'cc-harvester-sandbox' };
     const saveCredential = async (token: SandboxRancherToken): Promise<void> => {
       await saveHarvesterCloudCredential(
         rancher.admin,

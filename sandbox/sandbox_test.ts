@@ -7,7 +7,11 @@ import { KubeClient } from '../src/kube/client.js';
 import { KubeError } from '../src/kube/errors.js';
 import { Resources, resourcePath, type KubeObject } from '../src/kube/resources.js';
 import { waitFor } from '../src/kube/wait.js';
-import { EXPIRATION_ANNOTATION, KUBECONFIG_KEY, type SecretObject } from './rancher/credentials.js';
+import {
+  ANNOTATION_CREDENTIAL_EXPIRATION,
+  CREDENTIAL_KEY_KUBECONFIG,
+} from '../src/rancher/cloud-credential.js';
+import type { SecretObject } from './rancher/credentials.js';
 import { RancherResources } from './rancher/resources.js';
 import { startSandbox, type Sandbox } from './sandbox.js';
 
@@ -69,11 +73,11 @@ describe('sandbox', () => {
       assert.ok(await rancher.get(RancherResources.cluster, { name: clusterId }));
       const secret = await rancher.get<SecretObject>(Resources.secret, cloudCredential);
       assert.equal(
-        Buffer.from(secret.data?.[KUBECONFIG_KEY] ?? '', 'base64').toString(),
+        Buffer.from(secret.data?.[CREDENTIAL_KEY_KUBECONFIG] ?? '', 'base64').toString(),
         kubeconfigs.harvesterViaRancher,
       );
       assert.equal(
-        secret.metadata.annotations?.[EXPIRATION_ANNOTATION],
+        secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_EXPIRATION],
         String(rancherToken.expiresAt?.getTime()),
       );
     } finally {
@@ -87,7 +91,10 @@ describe('sandbox', () => {
     assert.notEqual(renewed.name, rancherToken.name);
     assert.equal(renewed.userId, rancherToken.userId);
     const secret = await rancher.admin.get<SecretObject>(Resources.secret, cloudCredential);
-    assert.equal(Buffer.from(secret.data?.[KUBECONFIG_KEY] ?? '', 'base64').toString(), renewed.kubeconfig);
+    assert.equal(
+      Buffer.from(secret.data?.[CREDENTIAL_KEY_KUBECONFIG] ?? '', 'base64').toString(),
+      renewed.kubeconfig,
+    );
     assert.ok(
       await rancher.admin.get(RancherResources.token, { name: rancherToken.name }),
       'the old token is kept',

@@ -3,7 +3,7 @@
 // from an empty home, the credential read when the job was built in the environment
 // (HARVESTER_KUBECONFIG_CONTENT), our plugin executable first on PATH. A failed run throws
 // its output, which is what Rancher shows as "DeleteError: …" (the job's termination log).
-import { rancherInstanceName } from '../../src/controller/rancher-names.js';
+import { rancherInstanceName } from '../../src/rancher/names.js';
 import { redact } from '../../src/log/redact.js';
 import type { RemovalJob, RemovalJobContext } from '../rancher/capi-standin.js';
 import type { JobResult, ProvisionJobs } from './provision-jobs.js';

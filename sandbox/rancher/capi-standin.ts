@@ -10,21 +10,21 @@
 //   credential read when the job is built, retried like backoffLimit 3, and keeps its
 //   finalizer until a run succeeded (or the job failed and force-machine-remove is set).
 // The removal job is pluggable; the default runs the driver in process (removal-job.ts).
-import {
-  CAPI_LABEL_CLUSTER_NAME,
-  RANCHER_ANNOTATION_FORCE_MACHINE_REMOVE,
-  RANCHER_FINALIZER_MACHINE_PROVISION_REMOVE,
-} from '../../src/harvester/labels.js';
 import { Informer, KubeError, WorkQueue, objectKey, type KubeClient } from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
+import {
+  CAPI_LABEL_CLUSTER_NAME,
+  PRE_TERMINATE_HOOK_PREFIX,
+  RANCHER_ANNOTATION_FORCE_MACHINE_REMOVE,
+  RANCHER_FINALIZER_MACHINE_PROVISION_REMOVE,
+} from '../../src/rancher/labels.js';
 import { driverRemovalJob } from './removal-job.js';
 
 export const FINALIZER_PROVISIONING_CLUSTER = 'wrangler.cattle.io/provisioning-cluster-remove';
 export const FINALIZER_CAPI_CLUSTER = 'cluster.cluster.x-k8s.io';
 export const FINALIZER_CAPI_MACHINE = 'machine.cluster.x-k8s.io';
 export const FINALIZER_HARVESTER_MACHINE = RANCHER_FINALIZER_MACHINE_PROVISION_REMOVE;
-const PRE_TERMINATE_PREFIX = 'pre-terminate.delete.hook.machine.cluster.x-k8s.io/';
 
 export interface StandInMachine extends KubeObject {
   spec?: { clusterName?: string; infrastructureRef?: { name?: string; namespace?: string } };
@@ -162,7 +162,8 @@ export async function startCapiStandIn(
       if (!m || !deleting(m) || !has(m, FINALIZER_CAPI_MACHINE)) return;
       // Cluster API's reconcileDelete: every pre-terminate hook must be gone before the
       // infrastructure is touched.
-      if (Object.keys(m.metadata.annotations ?? {}).some((k) => k.startsWith(PRE_TERMINATE_PREFIX))) return;
+      if (Object.keys(m.metadata.annotations ?? {}).some((k) => k.startsWith(PRE_TERMINATE_HOOK_PREFIX)))
+        return;
       const ref = m.spec?.infrastructureRef;
       const hm = ref?.name
         ? infra.get(`${ref.namespace ?? m.metadata.namespace ?? ''}/${ref.name}`)

@@ -8,12 +8,13 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { registerSecret } from '../../src/log/redact.js';
-
-export const CLOUD_CREDENTIAL_NAMESPACE = 'cattle-global-data';
-export const EXPIRATION_ANNOTATION = 'rancher.io/expiration-timestamp';
-export const KUBECONFIG_KEY = 'harvestercredentialConfig-kubeconfigContent';
-export const CLUSTER_ID_KEY = 'harvestercredentialConfig-clusterId';
-export const CLUSTER_TYPE_KEY = 'harvestercredentialConfig-clusterType';
+import {
+  ANNOTATION_CREDENTIAL_EXPIRATION,
+  CLOUD_CREDENTIAL_NAMESPACE,
+  CREDENTIAL_KEY_CLUSTER_ID,
+  CREDENTIAL_KEY_CLUSTER_TYPE,
+  CREDENTIAL_KEY_KUBECONFIG,
+} from '../../src/rancher/cloud-credential.js';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
@@ -86,14 +87,14 @@ export function harvesterCloudCredential(opts: {
       annotations: {
         'field.cattle.io/name': opts.displayName ?? opts.name,
         'provisioning.cattle.io/driver': 'harvester',
-        ...(opts.expiresAt ? { [EXPIRATION_ANNOTATION]: String(opts.expiresAt.getTime()) } : {}),
+        ...(opts.expiresAt ? { [ANNOTATION_CREDENTIAL_EXPIRATION]: String(opts.expiresAt.getTime()) } : {}),
       },
     },
     type: 'provisioning.cattle.io/cloud-credential',
     data: {
-      [CLUSTER_ID_KEY]: b64(clusterId),
-      [CLUSTER_TYPE_KEY]: b64(opts.clusterType ?? 'imported'),
-      [KUBECONFIG_KEY]: b64(opts.kubeconfig),
+      [CREDENTIAL_KEY_CLUSTER_ID]: b64(clusterId),
+      [CREDENTIAL_KEY_CLUSTER_TYPE]: b64(opts.clusterType ?? 'imported'),
+      [CREDENTIAL_KEY_KUBECONFIG]: b64(opts.kubeconfig),
     },
   };
 }

@@ -7,15 +7,19 @@
 // at creation, as the controllers that own them would have, so deletion is gated at once.
 import crypto from 'node:crypto';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
-import {
-  ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP,
-  CAPI_LABEL_CLUSTER_NAME,
-  isValidLabelValue,
-} from '../../src/harvester/labels.js';
+import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP, isValidLabelValue } from '../../src/harvester/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
-import { machineDeploymentName, rancherInstanceName } from '../../src/controller/rancher-names.js';
+import {
+  CAPI_LABEL_CLUSTER_NAME,
+  HARVESTER_MACHINE_GROUP,
+  HARVESTER_MACHINE_KIND,
+  LABEL_CAPI_DEPLOYMENT,
+  LABEL_RKE_CAPI_MACHINE,
+  LABEL_RKE_MACHINE_POOL,
+} from '../../src/rancher/labels.js';
+import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import {
   FINALIZER_CAPI_CLUSTER,
   FINALIZER_CAPI_MACHINE,
@@ -115,8 +119,8 @@ async function createMachine(
   const labels = {
     [CAPI_LABEL_CLUSTER_NAME]: name,
     'rke.cattle.io/cluster-name': name,
-    'cluster.x-k8s.io/deployment-name': machineDeploymentName(name, pool.name),
-    'rke.cattle.io/rke-machine-pool-name': pool.name,
+    [LABEL_CAPI_DEPLOYMENT]: machineDeploymentName(name, pool.name),
+    [LABEL_RKE_MACHINE_POOL]: pool.name,
     'node-role.kubernetes.io/worker': 'true',
   };
   const machine = await rancher.create<KubeObject>(Resources.capiMachine, {
@@ -127,23 +131,21 @@ async function createMachine(
       clusterName: name,
       bootstrap: { dataSecretName: `${machineName}-bootstrap` },
       infrastructureRef: {
-        apiVersion: 'rke-machine.cattle.io/v1',
-        kind: 'HarvesterMachine',
+        apiVersion: `${HARVESTER_MACHINE_GROUP}/v1`,
+        kind: HARVESTER_MACHINE_KIND,
         name: machineName,
         namespace,
       },
     },
   } as KubeObject);
   const hm = await rancher.create<KubeObject>(Resources.harvesterMachine, {
-    apiVersion: 'rke-machine.cattle.io/v1',
-    kind: 'HarvesterMachine',
+    apiVersion: `${HARVESTER_MACHINE_GROUP}/v1`,
+    kind: HARVESTER_MACHINE_KIND,
     metadata: {
       name: machineName,
       namespace,
       // Label values stop at 63 characters: a longer name is found through the owner reference.
-      labels: isValidLabelValue(machineName)
-        ? { ...labels, 'rke.cattle.io/capi-machine-name': machineName }
-        : labels,
+      labels: isValidLabelValue(machineName) ? { ...labels, [LABEL_RKE_CAPI_MACHINE]: machineName } : labels,
       finalizers: [FINALIZER_HARVESTER_MACHINE],
       ownerReferences: [
         {

@@ -9,9 +9,11 @@ import { Resources } from '../../src/kube/resources.js';
 import { redact } from '../../src/log/redact.js';
 import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import {
-  CLUSTER_ID_KEY,
-  EXPIRATION_ANNOTATION,
-  KUBECONFIG_KEY,
+  ANNOTATION_CREDENTIAL_EXPIRATION,
+  CREDENTIAL_KEY_CLUSTER_ID,
+  CREDENTIAL_KEY_KUBECONFIG,
+} from '../../src/rancher/cloud-credential.js';
+import {
   clusterIdFromKubeconfig,
   harvesterCloudCredential,
   rancherKubeconfig,
@@ -73,16 +75,19 @@ describe('kubeconfig and cloud credential', () => {
     const secret = harvesterCloudCredential({ name: 'cc-test', kubeconfig, expiresAt });
     assert.equal(secret.metadata.namespace, 'cattle-global-data');
     assert.equal(secret.type, 'provisioning.cattle.io/cloud-credential');
-    assert.equal(secret.metadata.annotations?.[EXPIRATION_ANNOTATION], String(expiresAt.getTime()));
+    assert.equal(
+      secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_EXPIRATION],
+      String(expiresAt.getTime()),
+    );
     const data = secret.data ?? {};
-    assert.equal(Buffer.from(data[KUBECONFIG_KEY] ?? '', 'base64').toString(), kubeconfig);
-    assert.equal(Buffer.from(data[CLUSTER_ID_KEY] ?? '', 'base64').toString(), 'c-m-abc');
+    assert.equal(Buffer.from(data[CREDENTIAL_KEY_KUBECONFIG] ?? '', 'base64').toString(), kubeconfig);
+    assert.equal(Buffer.from(data[CREDENTIAL_KEY_CLUSTER_ID] ?? '', 'base64').toString(), 'c-m-abc');
     assert.equal(
       Buffer.from(data['harvestercredentialConfig-clusterType'] ?? '', 'base64').toString(),
       'imported',
     );
     const never = harvesterCloudCredential({ name: 'cc-never', kubeconfig });
-    assert.equal(never.metadata.annotations?.[EXPIRATION_ANNOTATION], undefined);
+    assert.equal(never.metadata.annotations?.[ANNOTATION_CREDENTIAL_EXPIRATION], undefined);
   });
 });
 
@@ -139,9 +144,9 @@ describe('tokens in Rancher’s local cluster', () => {
       name: 'cc-renew',
     });
     assert.equal(
-      Buffer.from(stored.data?.[KUBECONFIG_KEY] ?? '', 'base64').toString(),
+      Buffer.from(stored.data?.[CREDENTIAL_KEY_KUBECONFIG] ?? '', 'base64').toString(),
       'apiVersion: v1\nkind: Config\n',
     );
-    assert.equal(stored.metadata.annotations?.[EXPIRATION_ANNOTATION], undefined);
+    assert.equal(stored.metadata.annotations?.[ANNOTATION_CREDENTIAL_EXPIRATION], undefined);
   });
 });

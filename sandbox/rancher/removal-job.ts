@@ -2,7 +2,7 @@
 // Job does, with our driver in process instead of a pod: the saved config from the
 // `<m>-machine-state` Secret, the current credential from the environment (the driver's
 // setConfigRaw lets HARVESTER_KUBECONFIG_CONTENT win over the saved kubeconfig), then Remove.
-import { rancherInstanceName } from '../../src/controller/rancher-names.js';
+import { rancherInstanceName } from '../../src/rancher/names.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';

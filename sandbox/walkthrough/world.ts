@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { rancherInstanceName } from '../../src/controller/rancher-names.js';
+import { rancherInstanceName } from '../../src/rancher/names.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { onExitCleanup } from '../control-plane/processes.js';

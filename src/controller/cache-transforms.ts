@@ -5,8 +5,10 @@ import type { KubeObject, ObjectMeta } from '../kube/resources.js';
 import {
   ANNOTATION_CREDENTIAL_EXPIRATION,
   CREDENTIAL_KEY_CLUSTER_ID,
+  CREDENTIAL_KEY_CLUSTER_TYPE,
   CREDENTIAL_KEY_KUBECONFIG,
-} from './constants.js';
+  isHarvesterCredential,
+} from '../rancher/cloud-credential.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
 
 function meta(
@@ -90,16 +92,12 @@ export function slimCluster(o: KubeObject): KubeObject {
   };
 }
 
-const CREDENTIAL_KEYS = [
-  CREDENTIAL_KEY_KUBECONFIG,
-  CREDENTIAL_KEY_CLUSTER_ID,
-  'harvestercredentialConfig-clusterType',
-];
+const CREDENTIAL_KEYS = [CREDENTIAL_KEY_KUBECONFIG, CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_CLUSTER_TYPE];
 
 /** A Secret that is not a Harvester credential keeps no data at all. */
 export function slimSecret(o: KubeObject): KubeObject {
   const s = o as SecretObject;
-  const harvester = Boolean(s.data?.[CREDENTIAL_KEY_KUBECONFIG]);
+  const harvester = isHarvesterCredential(s);
   const data = harvester
     ? Object.fromEntries(
         CREDENTIAL_KEYS.filter((k) => s.data?.[k] !== undefined).map((k) => [k, s.data?.[k] as string]),

@@ -1,7 +1,8 @@
 // The controller's configuration: flags first, then environment variables (Helm sets
 // those), then defaults. Parsing is pure; main.ts reads files and the environment.
 import { parseArgs } from 'node:util';
-import { DEFAULT_HOOK_NAME, CREDENTIAL_NAMESPACE } from './constants.js';
+import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
+import { DEFAULT_HOOK_NAME } from './constants.js';
 
 export interface ControllerConfig {
   /** Path of the Rancher local cluster's kubeconfig; undefined = in-cluster service account. */
@@ -134,7 +135,11 @@ export function parseConfig(
   return {
     kubeconfigPath: values.kubeconfig ?? env.RANCHER_KUBECONFIG ?? undefined,
     namespaces: namespaces.includes('*') ? [] : namespaces,
-    credentialNamespace: pick(values['credential-namespace'], 'CREDENTIAL_NAMESPACE', CREDENTIAL_NAMESPACE),
+    credentialNamespace: pick(
+      values['credential-namespace'],
+      'CREDENTIAL_NAMESPACE',
+      CLOUD_CREDENTIAL_NAMESPACE,
+    ),
     hookName,
     gateDeadlineMs: duration(values['gate-deadline'], 'GATE_DEADLINE', '30m', 'gate-deadline'),
     probeIntervalMs: duration(values['probe-interval'], 'PROBE_INTERVAL', '10m', 'probe-interval'),

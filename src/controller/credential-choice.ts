@@ -3,8 +3,9 @@
 // loops on errors. Here: the machine pool's credential, else the cluster's, then what the
 // machine itself recorded; later candidates are fallbacks, used only for the same
 // Harvester cluster as the first one that exists.
-import { CREDENTIAL_NAMESPACE, LABEL_CAPI_DEPLOYMENT, LABEL_RKE_MACHINE_POOL } from './constants.js';
-import { machineDeploymentName } from './rancher-names.js';
+import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
+import { LABEL_CAPI_DEPLOYMENT, LABEL_RKE_MACHINE_POOL } from '../rancher/labels.js';
+import { machineDeploymentName } from '../rancher/names.js';
 import type { HarvesterMachine, MachinePool, ProvisioningCluster } from './types.js';
 
 export interface SecretRef {
@@ -22,7 +23,7 @@ export function parseCredentialRef(
   const colon = value.indexOf(':');
   if (colon > 0 && colon < value.length - 1)
     return { namespace: value.slice(0, colon), name: value.slice(colon + 1) };
-  return { namespace: defaultNamespace || CREDENTIAL_NAMESPACE, name: value.replace(/^:/, '') };
+  return { namespace: defaultNamespace || CLOUD_CREDENTIAL_NAMESPACE, name: value.replace(/^:/, '') };
 }
 
 export const formatSecretRef = (r: SecretRef): string => `${r.namespace}/${r.name}`;

@@ -2,32 +2,11 @@
 // or pool still points at an expired credential while its cluster has a valid one for the
 // same Harvester cluster (docs/upstream/seeds.md#second-report: Terraform switched the cluster to a new
 // credential; old machines kept the old one and could not be removed).
-import {
-  ANNOTATION_CREDENTIAL_EXPIRATION,
-  CREDENTIAL_KEY_CLUSTER_ID,
-  CREDENTIAL_KEY_KUBECONFIG,
-} from './constants.js';
+import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
 import type { SecretRef } from './credential-choice.js';
-import type { SecretObject } from './types.js';
 
 export type CredentialState = 'valid' | 'expiring-soon' | 'expired' | 'rejected' | 'unknown';
 export type ProbeResult = 'ok' | 'rejected' | 'unreachable' | 'not-probed';
-
-export function isHarvesterCredential(secret: SecretObject): boolean {
-  return Boolean(secret.data?.[CREDENTIAL_KEY_KUBECONFIG]);
-}
-
-/** `rancher.io/expiration-timestamp`, Unix milliseconds; undefined when absent or unreadable. */
-export function expiryFromAnnotation(secret: SecretObject): Date | undefined {
-  const raw = secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_EXPIRATION];
-  if (!raw || !/^\d+$/.test(raw.trim())) return undefined;
-  return new Date(Number(raw.trim()));
-}
-
-export function harvesterClusterId(secret: SecretObject): string | undefined {
-  const b64 = secret.data?.[CREDENTIAL_KEY_CLUSTER_ID];
-  return b64 ? Buffer.from(b64, 'base64').toString('utf8') : undefined;
-}
 
 export interface CredentialHealth {
   state: CredentialState;

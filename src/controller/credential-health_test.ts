@@ -1,35 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  classifyCredential,
-  expiryFromAnnotation,
-  findCredentialMismatches,
-  harvesterClusterId,
-  type CredentialState,
-} from './credential-health.js';
-import type { SecretObject } from './types.js';
+import { classifyCredential, findCredentialMismatches, type CredentialState } from './credential-health.js';
 
 const now = new Date('2025-06-01T00:00:00Z');
 const DAY = 86_400_000;
 const soon = 7 * DAY;
-
-describe('expiryFromAnnotation', () => {
-  it('reads Unix milliseconds and ignores anything else', () => {
-    const s = (v?: string): SecretObject => ({
-      metadata: { annotations: v === undefined ? {} : { 'rancher.io/expiration-timestamp': v } },
-    });
-    assert.equal(expiryFromAnnotation(s(String(now.getTime())))?.toISOString(), now.toISOString());
-    assert.equal(expiryFromAnnotation(s('2025-06-01')), undefined);
-    assert.equal(expiryFromAnnotation(s()), undefined);
-  });
-  it('decodes the Harvester cluster id', () => {
-    const id = Buffer.from('c-m-abc').toString('base64');
-    assert.equal(
-      harvesterClusterId({ metadata: {}, data: { 'harvestercredentialConfig-clusterId': id } }),
-      'c-m-abc',
-    );
-  });
-});
 
 describe('classifyCredential', () => {
   const at = (ms: number) => new Date(now.getTime() + ms);

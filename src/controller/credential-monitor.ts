@@ -4,15 +4,17 @@
 import type { ReconcileResult } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
+import {
+  expiryFromAnnotation,
+  harvesterClusterId,
+  isHarvesterCredential,
+} from '../rancher/cloud-credential.js';
 import type { RancherCaches } from './caches.js';
 import { Reasons } from './constants.js';
 import { formatSecretRef, type SecretRef } from './credential-choice.js';
 import {
   classifyCredential,
-  expiryFromAnnotation,
   findCredentialMismatches,
-  harvesterClusterId,
-  isHarvesterCredential,
   type CredentialHealth,
   type CredentialState,
   type MismatchReport,

@@ -1,12 +1,12 @@
 // Talking to Harvester through a cloud credential: one client per credential Secret
 // version (a renewed credential gets a new client), the credential probe, and the VM
 // lookup + annotation. Secrets are registered for redaction when a client is made.
-import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import { KubeClient, KubeError } from '../kube/index.js';
+import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
 import { registerSecret } from '../log/redact.js';
-import { CREDENTIAL_KEY_KUBECONFIG } from './constants.js';
+import { credentialKubeconfig } from '../rancher/cloud-credential.js';
 import type { CleanupOutcome } from './gate-decision.js';
 import type { ProbeResult } from './credential-health.js';
 import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
@@ -25,9 +25,8 @@ export class HarvesterClients {
     if (known?.version === version) return known.client;
     known?.client.close();
     this.clients.delete(key);
-    const b64 = secret.data?.[CREDENTIAL_KEY_KUBECONFIG];
-    if (!b64) return undefined;
-    const raw = Buffer.from(b64, 'base64').toString('utf8');
+    const raw = credentialKubeconfig(secret);
+    if (raw === undefined) return undefined;
     registerSecret(raw);
     const content = decodeBase64OrPlain(raw.trim());
     const client = KubeClient.fromKubeconfig(content, {

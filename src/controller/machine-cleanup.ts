@@ -2,6 +2,7 @@
 // (credential-choice.ts), reach Harvester with it, annotate the VM (harvester-access.ts),
 // falling back to other credentials of the same Harvester cluster when one is rejected.
 import { KubeError } from '../kube/index.js';
+import { expiryFromAnnotation, harvesterClusterId } from '../rancher/cloud-credential.js';
 import type { Cache } from './caches.js';
 import {
   credentialCandidates,
@@ -9,7 +10,6 @@ import {
   formatSecretRef,
   usableCandidates,
 } from './credential-choice.js';
-import { expiryFromAnnotation, harvesterClusterId } from './credential-health.js';
 import type { CleanupOutcome, FailureReason } from './gate-decision.js';
 import { annotateMachineVm, type HarvesterClients } from './harvester-access.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';

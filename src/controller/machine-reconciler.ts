@@ -1,18 +1,15 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { CAPI_LABEL_CLUSTER_NAME } from '../harvester/labels.js';
 import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
-import type { RancherCaches } from './caches.js';
 import {
-  CONDITION_CLEANUP,
+  CAPI_LABEL_CLUSTER_NAME,
   HARVESTER_MACHINE_GROUP,
   HARVESTER_MACHINE_KIND,
-  HOOK_OWNER,
-  Reasons,
-  hookAnnotation,
-} from './constants.js';
+} from '../rancher/labels.js';
+import type { RancherCaches } from './caches.js';
+import { CONDITION_CLEANUP, HOOK_OWNER, Reasons, hookAnnotation } from './constants.js';
 import { cleanUpMachineVm } from './machine-cleanup.js';
 import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';

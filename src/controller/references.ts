@@ -1,6 +1,6 @@
 // Who references which cloud credential: clusters, their machine pools, and machines (the
 // credential a HarvesterMachine recorded is what Rancher's removal job will use).
-import { CAPI_LABEL_CLUSTER_NAME } from '../harvester/labels.js';
+import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import { parseCredentialRef, type SecretRef } from './credential-choice.js';
 import type { CredentialReference } from './credential-health.js';
 import type { HarvesterMachine, ProvisioningCluster } from './types.js';

@@ -4,7 +4,7 @@
 // the hashed name, then the VMs labelled for the guest cluster.
 import { LABEL_GUEST_CLUSTER_NAME, LABEL_VM_NAME } from '../harvester/labels.js';
 import type { KubeObject } from '../kube/resources.js';
-import { rancherInstanceName } from './rancher-names.js';
+import { rancherInstanceName } from '../rancher/names.js';
 
 /** Names to GET, in order. */
 export function vmNameCandidates(machineName: string): string[] {

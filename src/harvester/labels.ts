@@ -1,5 +1,6 @@
 // Label, annotation and finalizer names that Harvester, KubeVirt, Rancher and the Go driver
-// agree on. A typo here silently breaks cleanup or affinity, so each lives in one place.
+// agree on (Rancher's and Cluster API's own names are in rancher/labels.ts). A typo here
+// silently breaks cleanup or affinity, so each lives in one place.
 
 /** Value of LABEL_CREATOR on everything the driver creates; the Go driver's, so both drivers' VMs match. */
 export const CREATOR = 'docker-machine-driver-harvester';
@@ -32,11 +33,6 @@ export const FINALIZER_HARVESTER_VM_CLEANUP = 'wrangler.cattle.io/VMController.C
 export const FINALIZER_HARVESTER_PVC = 'wrangler.cattle.io/persistentvolumeclaim-controller';
 export const FINALIZER_PVC_PROTECTION = 'kubernetes.io/pvc-protection';
 export const FINALIZER_FOREGROUND_DELETION = 'foregroundDeletion';
-
-// ---- Rancher ----
-export const RANCHER_FINALIZER_MACHINE_PROVISION_REMOVE = 'wrangler.cattle.io/machine-provision-remove';
-export const RANCHER_ANNOTATION_FORCE_MACHINE_REMOVE = 'provisioning.cattle.io/force-machine-remove';
-export const CAPI_LABEL_CLUSTER_NAME = 'cluster.x-k8s.io/cluster-name';
 
 const MAX_LABEL_VALUE_LENGTH = 63;
 const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;

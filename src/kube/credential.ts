@@ -5,7 +5,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { CredentialDescription } from './errors.js';
 import { registerSecret } from '../log/redact.js';
 
-const RANCHER_TOKEN = /^((?:kubeconfig-u|kubeconfig-user|token)-[a-z0-9]+):/;
+/** The names Rancher gives its tokens: kubeconfig-u-…, kubeconfig-user-…, token-…. */
+const RANCHER_TOKEN_NAME = /^(?:kubeconfig-u|kubeconfig-user|token)-/;
+const RANCHER_TOKEN = new RegExp(`^(${RANCHER_TOKEN_NAME.source.slice(1)}[a-z0-9]+):`);
 /** `<name>:<secret>`, the shape of Rancher's and similar named tokens. */
 const NAMED_TOKEN = /^([a-z0-9][a-z0-9-]*):[^:\s]+$/;
 const BOOTSTRAP_TOKEN = /^([a-z0-9]{6})\.[a-z0-9]{16}$/;
@@ -38,6 +40,11 @@ export function parseToken(raw: string): TokenFacts {
   if (serviceAccount) facts.serviceAccount = serviceAccount;
   if (typeof claims['exp'] === 'number') facts.expiresAt = new Date(claims['exp'] * 1000);
   return facts;
+}
+
+/** Whether a token name is one Rancher gives (so Rancher's Token object may say more of it). */
+export function isRancherTokenName(name: string): boolean {
+  return RANCHER_TOKEN_NAME.test(name);
 }
 
 /** A bearer token by its public part; never any of the secret half. */

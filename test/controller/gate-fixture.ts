@@ -14,7 +14,7 @@ import { waitFor } from '../../src/kube/wait.js';
 import { createLogger } from '../../src/log/logger.js';
 import { parseConfig } from '../../src/controller/config.js';
 import { run, type Running } from '../../src/controller/main.js';
-import { rancherInstanceName } from '../../src/controller/rancher-names.js';
+import { rancherInstanceName } from '../../src/rancher/names.js';
 import { createTokenUser, tokenKubeconfig, type TokenUser } from '../../sandbox/control-plane/access.js';
 import { startControlPlane, type ControlPlane } from '../../sandbox/control-plane/control-plane.js';
 import { installCrds } from '../../sandbox/crds/install.js';

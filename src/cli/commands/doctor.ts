@@ -11,24 +11,28 @@ import {
   loadKubeconfig,
 } from '../../kube/kubeconfig-content.js';
 import { KubeClient, type KubeClientOptions } from '../../kube/client.js';
+import { isRancherTokenName } from '../../kube/credential.js';
 import { KubeError } from '../../kube/errors.js';
-import { Resources } from '../../kube/resources.js';
+import { Resources, type KubeObject } from '../../kube/resources.js';
 import { registerSecret } from '../../log/redact.js';
+import {
+  ANNOTATION_CREDENTIAL_EXPIRATION,
+  CREDENTIAL_KEY_KUBECONFIG,
+  credentialKubeconfig,
+  expiryFromAnnotation,
+  harvesterClusterId,
+  type CloudCredentialSecret,
+} from '../../rancher/cloud-credential.js';
 import type { CliContext, OutputFormat } from '../context.js';
 import { ExitWithCode, UsageError } from '../errors.js';
 import { chooseKubeconfig, readKubeconfigFile } from '../kubeconfig-source.js';
 import { describeSavedCredential } from '../machine-view.js';
 import {
-  CLOUD_CREDENTIAL_CLUSTER_ID_KEY,
-  CLOUD_CREDENTIAL_EXPIRATION_ANNOTATION,
-  CLOUD_CREDENTIAL_KUBECONFIG_KEY,
-  annotatedExpiry,
   parseCredentialRef,
   probeAccess,
   probeConnection,
   probeIdentity,
   rancherTokenExpiry,
-  type CloudCredentialSecret,
 } from '../doctor/probes.js';
 import {
   accessVerdict,
@@ -72,9 +76,9 @@ async function fromCloudCredential(
 ): Promise<Subject | CheckResult> {
   const label = `${at.namespace}:${at.name}`;
   const check = 'cloud credential';
-  let secret: CloudCredentialSecret | undefined;
+  let secret: (KubeObject & CloudCredentialSecret) | undefined;
   try {
-    secret = await rancher.find<CloudCredentialSecret>(Resources.secret, at);
+    secret = await rancher.find<KubeObject & CloudCredentialSecret>(Resources.secret, at);
   } catch (err) {
     const rejected = err instanceof KubeError && err.kind === 'CredentialRejected';
     return {
@@ -87,29 +91,27 @@ async function fromCloudCredential(
           at.namespace,
     };
   }
-  const b64 = secret?.data?.[CLOUD_CREDENTIAL_KUBECONFIG_KEY];
-  if (!secret || !b64) {
+  const raw = secret ? credentialKubeconfig(secret) : undefined;
+  if (!secret || raw === undefined) {
     return {
       check,
       status: 'fail',
       detail: secret
-        ? `${label} holds no ${CLOUD_CREDENTIAL_KUBECONFIG_KEY}: it is not a Harvester cloud credential`
+        ? `${label} holds no ${CREDENTIAL_KEY_KUBECONFIG}: it is not a Harvester cloud credential`
         : `${label} not found in Rancher at ${rancher.server}`,
       fix: 'list the Harvester credentials with: kubectl -n cattle-global-data get secrets -l provisioning.cattle.io/driver=harvester (or see Cluster Management > Cloud Credentials)',
     };
   }
-  const raw = Buffer.from(b64, 'base64').toString('utf8');
   registerSecret(raw);
   const kubeconfig = decodeBase64OrPlain(raw.trim());
   registerSecret(kubeconfig);
-  const clusterIdB64 = secret.data?.[CLOUD_CREDENTIAL_CLUSTER_ID_KEY];
-  const clusterId = clusterIdB64 ? Buffer.from(clusterIdB64, 'base64').toString('utf8') : '';
-  const expiresAt = annotatedExpiry(secret);
+  const clusterId = harvesterClusterId(secret) ?? '';
+  const expiresAt = expiryFromAnnotation(secret);
   return {
     kubeconfig,
     origin: { cloudCredential: label, viaRancher: true },
     expirySources: expiresAt
-      ? [{ source: `annotation ${CLOUD_CREDENTIAL_EXPIRATION_ANNOTATION} of ${label}`, expiresAt }]
+      ? [{ source: `annotation ${ANNOTATION_CREDENTIAL_EXPIRATION} of ${label}`, expiresAt }]
       : [],
     results: [
       {
@@ -181,11 +183,7 @@ async function checkKubeconfig(
     results.push(tokenVerdict(who, identity, origin));
 
     const sources = [...subject.expirySources];
-    if (
-      rancher &&
-      description.tokenName &&
-      /^(kubeconfig-u|kubeconfig-user|token)-/.test(description.tokenName)
-    ) {
+    if (rancher && description.tokenName && isRancherTokenName(description.tokenName)) {
       const fromRancher = await rancherTokenExpiry(rancher, description.tokenName).catch(() => undefined);
       if (fromRancher !== undefined)
         sources.push({ source: `Rancher token ${description.tokenName}`, expiresAt: fromRancher });

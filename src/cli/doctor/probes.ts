@@ -5,6 +5,7 @@
 import type { KubeClient } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
+import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
 import { UsageError } from '../errors.js';
 import { DRIVER_ACCESS, type AccessNeed } from './required-access.js';
 import type { AccessAnswer, ConnectionProbe, IdentityProbe } from './verdicts.js';
@@ -119,12 +120,6 @@ export async function probeAccess(
 
 // ---- Rancher ----
 
-/** Names Rancher gives a Harvester cloud credential (docs/upstream/rancher.md#cloud-credentials). */
-export const CLOUD_CREDENTIAL_NAMESPACE = 'cattle-global-data';
-export const CLOUD_CREDENTIAL_KUBECONFIG_KEY = 'harvestercredentialConfig-kubeconfigContent';
-export const CLOUD_CREDENTIAL_CLUSTER_ID_KEY = 'harvestercredentialConfig-clusterId';
-export const CLOUD_CREDENTIAL_EXPIRATION_ANNOTATION = 'rancher.io/expiration-timestamp';
-
 const rancherToken: ResourceType = {
   group: 'management.cattle.io',
   version: 'v3',
@@ -133,10 +128,6 @@ const rancherToken: ResourceType = {
   namespaced: false,
 };
 
-export interface CloudCredentialSecret extends KubeObject {
-  data?: Record<string, string>;
-}
-
 export function parseCredentialRef(ref: string): { namespace: string; name: string } {
   const m = /^(?:([a-z0-9-]+)[:/])?([a-z0-9.-]+)$/.exec(ref.trim());
   if (!m?.[2])
@@ -144,12 +135,6 @@ export function parseCredentialRef(ref: string): { namespace: string; name: stri
       `--cloud-credential ${ref}: expected <namespace>:<name>, e.g. cattle-global-data:cc-abc12`,
     );
   return { namespace: m[1] ?? CLOUD_CREDENTIAL_NAMESPACE, name: m[2] };
-}
-
-/** The credential's expiry annotation (Unix milliseconds), when present and readable. */
-export function annotatedExpiry(secret: CloudCredentialSecret): Date | undefined {
-  const raw = secret.metadata.annotations?.[CLOUD_CREDENTIAL_EXPIRATION_ANNOTATION]?.trim();
-  return raw && /^\d+$/.test(raw) ? new Date(Number(raw)) : undefined;
 }
 
 /**

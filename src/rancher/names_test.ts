@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { machineDeploymentName, rancherInstanceName, safeConcatName } from './rancher-names.js';
+import { machineDeploymentName, rancherInstanceName, safeConcatName } from './names.js';
 
 const a = (n: number): string => 'a'.repeat(n);
 
