@@ -2,6 +2,7 @@
 // (phase, last state seen, elapsed time); otherwise (a pipe, a CI log) a plain line per
 // change, so logs stay readable and diffable. Everything goes to stderr: stdout is the
 // command's result, for scripts.
+import { formatDuration } from '../common/durations.js';
 import type { ProgressEvent } from '../driver/operations/context.js';
 
 export interface ProgressStream {
@@ -23,14 +24,6 @@ export interface ProgressDisplay {
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const CLEAR_LINE = '\r\x1b[2K';
 
-/** "850 ms", "12 s", "2 min 05 s": short enough for a status line. */
-export function formatElapsed(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
-  const seconds = Math.floor(ms / 1000);
-  if (seconds < 120) return `${seconds} s`;
-  return `${Math.floor(seconds / 60)} min ${String(seconds % 60).padStart(2, '0')} s`;
-}
-
 export interface LiveStatus {
   label: string;
   state?: string;
@@ -41,7 +34,7 @@ export interface LiveStatus {
 export function liveLine(status: LiveStatus, frame: number, columns?: number): string {
   const spinner = SPINNER[frame % SPINNER.length] ?? '-';
   const state = status.state ? ` — ${status.state}` : '';
-  const line = `${spinner} ${status.label}${state} (${formatElapsed(status.elapsedMs)})`;
+  const line = `${spinner} ${status.label}${state} (${formatDuration(status.elapsedMs)})`;
   // A terminal that does not tell its width (0 or unknown) gets a common one.
   const width = columns && columns > 0 ? Math.max(20, columns - 1) : 100;
   return line.length > width ? `${line.slice(0, width - 1)}…` : line;

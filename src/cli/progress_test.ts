@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createProgressDisplay, formatElapsed, liveLine, plainLine } from './progress.js';
+import { formatDuration } from '../common/durations.js';
+import { createProgressDisplay, liveLine, plainLine } from './progress.js';
 
 const event = (state: string, elapsedMs: number) => ({
   operation: 'create',
@@ -11,9 +12,9 @@ const event = (state: string, elapsedMs: number) => ({
 
 describe('progress display', () => {
   it('formats elapsed times and lines', () => {
-    assert.equal(formatElapsed(850), '850 ms');
-    assert.equal(formatElapsed(12_400), '12 s');
-    assert.equal(formatElapsed(125_000), '2 min 05 s');
+    assert.equal(formatDuration(850), '850 ms');
+    assert.equal(formatDuration(12_400), '12 s');
+    assert.equal(formatDuration(125_000), '2 min 05 s');
     assert.equal(plainLine('creating VM default/m1', 1234), '[   1.2 s] creating VM default/m1');
     assert.equal(
       liveLine({ label: 'waiting for X', state: 'Pending', elapsedMs: 3000 }, 0),

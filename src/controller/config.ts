@@ -1,6 +1,7 @@
 // The controller's configuration: flags first, then environment variables (Helm sets
 // those), then defaults. Parsing is pure; main.ts reads files and the environment.
 import { parseArgs } from 'node:util';
+import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
 
@@ -33,22 +34,18 @@ export interface ControllerConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** "90s", "30m", "1h30m", "7d", "1500ms", or plain seconds. */
+/**
+ * "90s", "30m", "1h30m", "7d", "1500ms" (the project's one grammar, Go's with days), or a
+ * bare number of seconds: the controller's environment variables took plain seconds
+ * before they took durations, and a Helm value that worked must keep working.
+ */
 export function parseDuration(text: string): number {
-  const value = text.trim();
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
-  let total = 0;
-  let consumed = 0;
-  for (const m of value.matchAll(re)) {
-    total += Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1000);
-    consumed += m[0].length;
+  try {
+    return parseGoDuration(text, { bareNumbers: 'seconds' });
+  } catch (err) {
+    if (err instanceof DurationError) throw new ConfigError(`${text}: ${err.message}`);
+    throw err;
   }
-  if (consumed !== value.length || consumed === 0)
-    throw new ConfigError(`"${text}" is not a duration (examples: 90s, 30m, 1h30m, 7d)`);
-  return total;
 }
 
 export class ConfigError extends Error {
@@ -129,7 +126,7 @@ export function parseConfig(
     try {
       return parseDuration(pick(flag, envName, fallback));
     } catch (err) {
-      throw new ConfigError(`--${name}: ${(err as Error).message}`);
+      throw new ConfigError(`--${name} ${(err as Error).message}`);
     }
   };
   return {

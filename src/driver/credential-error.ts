@@ -3,6 +3,7 @@
 // server refused which credential (never its secret), where the credential came
 // from, its expiry when known, what the operation had changed before (usually nothing), and
 // what to do.
+import { formatDuration } from '../common/durations.js';
 import type { CredentialDescription, KubeError } from '../kube/errors.js';
 
 import type { CredentialSource as SavedCredentialSource } from './go-json.js';
@@ -29,29 +30,12 @@ export class CredentialRejectedError extends Error {
   }
 }
 
-function relative(ms: number): string {
-  const abs = Math.abs(ms);
-  const units: Array<[number, string]> = [
-    [86_400_000, 'day'],
-    [3_600_000, 'hour'],
-    [60_000, 'minute'],
-    [1_000, 'second'],
-  ];
-  for (const [size, name] of units) {
-    if (abs >= size) {
-      const n = Math.floor(abs / size);
-      return `${n} ${name}${n === 1 ? '' : 's'}`;
-    }
-  }
-  return 'moments';
-}
-
 export function describeExpiry(expiresAt: Date | undefined, now: Date): string {
   if (!expiresAt) return 'its expiry cannot be read from the credential itself';
   const delta = expiresAt.getTime() - now.getTime();
   return delta <= 0
-    ? `it expired at ${expiresAt.toISOString()} (${relative(delta)} ago)`
-    : `it is valid until ${expiresAt.toISOString()} (in ${relative(delta)}), so it was revoked or is not known to this server`;
+    ? `it expired at ${expiresAt.toISOString()} (${formatDuration(-delta)} ago)`
+    : `it is valid until ${expiresAt.toISOString()} (in ${formatDuration(delta)}), so it was revoked or is not known to this server`;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The one wait: list, then watch from the list's resourceVersion, re-evaluating a
 // condition on every event; resumes after dropped watches and apiserver restarts; gives
 // up at a deadline with an error that says what it waited for and what it last saw.
+import { formatDuration } from '../common/durations.js';
 import type { KubeClient } from './client.js';
 import { KubeError } from './errors.js';
 import type { KubeObject, ResourceType } from './resources.js';
@@ -39,12 +40,6 @@ export class WaitTimeoutError extends KubeError {
       `timed out after ${formatDuration(timeoutMs)} waiting for ${description}; last seen: ${lastState}`,
     );
   }
-}
-
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${ms} ms`;
-  const s = ms / 1000;
-  return s < 120 ? `${Number.isInteger(s) ? s : s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
 }
 
 export async function waitFor<T extends KubeObject>(

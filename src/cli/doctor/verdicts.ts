@@ -1,5 +1,6 @@
 // doctor's decisions, apart from the probing: what each observation means (pass, warn,
 // fail), what to do about a failure, how a line looks, and the exit code.
+import { formatDuration } from '../../common/durations.js';
 import { describeExpiry } from '../../driver/credential-error.js';
 import { resourceLabel, type AccessNeed } from './required-access.js';
 
@@ -181,13 +182,6 @@ export interface ExpirySource {
   expiresAt: Date | null;
 }
 
-function inWords(ms: number): string {
-  const hours = Math.floor(ms / 3_600_000);
-  if (hours >= 48) return `${Math.floor(hours / 24)} days`;
-  if (hours >= 1) return `${hours} hour${hours === 1 ? '' : 's'}`;
-  return `${Math.max(1, Math.floor(ms / 60_000))} minute(s)`;
-}
-
 /** The first source that knows decides (the credential's annotation, Rancher's token, the token itself). */
 export function expiryVerdict(
   sources: readonly ExpirySource[],
@@ -215,7 +209,7 @@ export function expiryVerdict(
       fix: renewAdvice(origin),
     };
   }
-  const detail = `valid until ${known.expiresAt.toISOString()} (in ${inWords(left)}; ${known.source})`;
+  const detail = `valid until ${known.expiresAt.toISOString()} (in ${formatDuration(left)}; ${known.source})`;
   if (left <= soonMs) return { check: 'expiry', status: 'warn', detail, fix: renewAdvice(origin) };
   return { check: 'expiry', status: 'pass', detail };
 }

@@ -1,26 +1,17 @@
-// Ages as kubectl shows them ("45s", "12m", "3h", "5d") and durations as flags take them.
+// Durations as the CLI's flags take them: the project's one grammar (common/durations.ts),
+// refused with a usage error that names the flag.
+import { DurationError, parseDuration as parseGoDuration } from '../../common/durations.js';
 import { UsageError } from '../errors.js';
 
-export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 120) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h`;
-  return `${Math.floor(h / 24)}d`;
-}
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** "0", "90s", "10m", "2h", "7d" → milliseconds; anything else names the flag. */
+/**
+ * "0", "90s", "10m", "1h30m", "7d" → milliseconds. A bare number other than 0 is refused,
+ * as Go refuses it: "--min-age 10" on a command that deletes volumes must not guess a unit.
+ */
 export function parseDuration(text: string, flag: string): number {
-  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
-  if (!m) throw new UsageError(`${flag} ${text}: expected a duration such as 0, 90s, 10m, 2h or 7d`);
-  const value = Number(m[1]);
-  if (m[2] === undefined) {
-    if (value !== 0) throw new UsageError(`${flag} ${text}: give a unit (s, m, h or d)`);
-    return 0;
+  try {
+    return parseGoDuration(text);
+  } catch (err) {
+    if (err instanceof DurationError) throw new UsageError(`${flag} ${text}: ${err.message}`);
+    throw err;
   }
-  return value * (UNIT_MS[m[2]] ?? 1);
 }

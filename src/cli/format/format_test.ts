@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../errors.js';
-import { formatAge, parseDuration } from './durations.js';
+import { formatDuration } from '../../common/durations.js';
+import { parseDuration } from './durations.js';
 import { renderTable } from './table.js';
 
 describe('formatting', () => {
@@ -19,12 +20,10 @@ describe('formatting', () => {
   });
 
   it('ages as kubectl shows them', () => {
-    assert.deepEqual([45_000, 12 * 60_000, 3 * 3_600_000, 5 * 86_400_000].map(formatAge), [
-      '45s',
-      '12m',
-      '3h',
-      '5d',
-    ]);
+    assert.deepEqual(
+      [45_000, 12 * 60_000, 3 * 3_600_000, 5 * 86_400_000].map((ms) => formatDuration(ms, 'column')),
+      ['45s', '12m', '3h', '5d'],
+    );
   });
 
   it('durations for flags', () => {

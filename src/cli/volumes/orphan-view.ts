@@ -1,6 +1,6 @@
 // How `volumes orphaned` shows its findings: a table per guest cluster, the history that
 // tells where a volume came from, and what was left out and why.
-import { formatAge } from '../format/durations.js';
+import { formatDuration } from '../../common/durations.js';
 import { renderTable } from '../format/table.js';
 import type { OrphanReport, OrphanVolume } from '../../harvester/orphaned-volumes.js';
 
@@ -19,7 +19,13 @@ export function renderOrphanReport(report: OrphanReport, opts: { minAge: string 
     );
   for (const group of report.groups) {
     lines.push('', group.cluster === null ? 'Unknown cluster' : `Guest cluster "${group.cluster}"`);
-    const rows = group.volumes.map((v) => [v.namespace, v.name, v.size, formatAge(v.ageMs), why(v)]);
+    const rows = group.volumes.map((v) => [
+      v.namespace,
+      v.name,
+      v.size,
+      formatDuration(v.ageMs, 'column'),
+      why(v),
+    ]);
     lines.push(...renderTable(['namespace', 'name', 'size', 'age', 'why'], rows).map((l) => `  ${l}`));
     for (const v of group.volumes) for (const h of v.history) lines.push(`  ${v.name}: ${h}`);
   }
@@ -53,7 +59,7 @@ export function orphanReportJson(report: OrphanReport): unknown {
     ...report,
     groups: report.groups.map((g) => ({
       ...g,
-      volumes: g.volumes.map((v) => ({ ...v, age: formatAge(v.ageMs) })),
+      volumes: g.volumes.map((v) => ({ ...v, age: formatDuration(v.ageMs, 'column') })),
     })),
   };
 }
