@@ -1,5 +1,10 @@
 // The lifecycle's waits, all on the one watch-based waitFor: each names what it waits
 // for and reports the state it last saw, in progress events and in its timeout error.
+import {
+  FINALIZER_FOREGROUND_DELETION,
+  FINALIZER_HARVESTER_VM_CLEANUP,
+  FINALIZER_KUBEVIRT_VM,
+} from '../../harvester/labels.js';
 import { Resources } from '../../kube/resources.js';
 import type { Vm, Vmi } from '../harvester-api.js';
 import { addressesOf } from './machine-status.js';
@@ -78,10 +83,11 @@ export async function waitStopped(ctx: OperationContext, operation: string): Pro
 
 /** Who is behind the finalizers a VM can be stuck on, for the operator reading the error. */
 const FINALIZER_MEANING: Record<string, string> = {
-  foregroundDeletion: 'its dependents (the VM instance, the cloud-init Secret) are still being deleted',
-  'wrangler.cattle.io/VMController.CleanupPVCAndSnapshot':
+  [FINALIZER_FOREGROUND_DELETION]:
+    'its dependents (the VM instance, the cloud-init Secret) are still being deleted',
+  [FINALIZER_HARVESTER_VM_CLEANUP]:
     "Harvester's VM controller has not finished deleting its volumes and snapshots",
-  'kubevirt.io/virtualMachineControllerFinalize': "KubeVirt's VM controller has not finished",
+  [FINALIZER_KUBEVIRT_VM]: "KubeVirt's VM controller has not finished",
 };
 
 function describeFinalizer(name: string): string {
