@@ -1,6 +1,6 @@
 // The controller's configuration: flags first, then environment variables (Helm sets
 // those), then defaults. Parsing is pure; main.ts reads files and the environment.
-import { parseArgs } from 'node:util';
+import { Command, CommanderError } from 'commander';
 import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
@@ -57,51 +57,107 @@ export class HelpRequested extends ConfigError {
   override readonly name = 'HelpRequested';
 }
 
-const OPTIONS = {
-  kubeconfig: { type: 'string' },
-  namespace: { type: 'string', multiple: true },
-  'credential-namespace': { type: 'string' },
-  'hook-name': { type: 'string' },
-  'gate-deadline': { type: 'string' },
-  'probe-interval': { type: 'string' },
-  'expiring-soon': { type: 'string' },
-  'metrics-bind-address': { type: 'string' },
-  'leader-elect': { type: 'string' },
-  'leader-election-namespace': { type: 'string' },
-  'leader-election-id': { type: 'string' },
-  'status-configmap': { type: 'string' },
-  'log-level': { type: 'string' },
-  help: { type: 'boolean' },
-} as const;
+/** The flag values as commander hands them over: absent flags are undefined. */
+interface FlagValues {
+  kubeconfig?: string;
+  namespace?: string[];
+  credentialNamespace?: string;
+  hookName?: string;
+  gateDeadline?: string;
+  probeInterval?: string;
+  expiringSoon?: string;
+  metricsBindAddress?: string;
+  leaderElect?: string;
+  leaderElectionNamespace?: string;
+  leaderElectionId?: string;
+  statusConfigmap?: string;
+  logLevel?: string;
+}
 
-export const USAGE = `harvester-machine-controller [flags]
-  --kubeconfig PATH              Rancher local cluster kubeconfig (env RANCHER_KUBECONFIG; default: in-cluster)
-  --namespace NS                 namespace of provisioning clusters, repeatable or comma-separated; "*" = all
-                                 (env WATCH_NAMESPACES; default fleet-default)
-  --credential-namespace NS      cloud credentials (env CREDENTIAL_NAMESPACE; default cattle-global-data)
-  --hook-name NAME               pre-terminate hook name (env HOOK_NAME; default ${DEFAULT_HOOK_NAME})
-  --gate-deadline DURATION       release a failing gate this long after deletion (env GATE_DEADLINE; default 30m)
-  --probe-interval DURATION      probe each credential through Harvester (env PROBE_INTERVAL; default 10m)
-  --expiring-soon DURATION       report credentials expiring within (env EXPIRING_SOON; default 7d)
-  --metrics-bind-address ADDR    /metrics /healthz /readyz (env METRICS_BIND_ADDRESS; default 127.0.0.1:8080)
-  --leader-elect true|false      (env LEADER_ELECT; default true)
-  --leader-election-namespace NS (env POD_NAMESPACE; default cattle-system)
-  --leader-election-id NAME      Lease name (default harvester-machine-controller)
-  --status-configmap NAME        status summary ConfigMap in the leader-election namespace (default harvester-machine-controller-status)
-  --log-level LEVEL              debug|info|warn|error (env LOG_LEVEL; default info)`;
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * The flags, with the same parser as the CLI's (commander). Defaults are not given to
+ * commander: a flag wins over its environment variable only when it is on the command line.
+ */
+function controllerCommand(output: { text: string }): Command {
+  return new Command('harvester-machine-controller')
+    .description(
+      "Rancher-side cleanup controller: a Cluster API pre-terminate hook on every Harvester-backed Machine, released once the machine's VM is annotated to remove its volumes.",
+    )
+    .option(
+      '--kubeconfig <path>',
+      'Rancher local cluster kubeconfig (env RANCHER_KUBECONFIG; default: in-cluster)',
+    )
+    .option(
+      '--namespace <ns>',
+      'namespace of provisioning clusters, repeatable or comma-separated; "*" = all (env WATCH_NAMESPACES; default fleet-default)',
+      collect,
+    )
+    .option(
+      '--credential-namespace <ns>',
+      `cloud credentials (env CREDENTIAL_NAMESPACE; default ${CLOUD_CREDENTIAL_NAMESPACE})`,
+    )
+    .option('--hook-name <name>', `pre-terminate hook name (env HOOK_NAME; default ${DEFAULT_HOOK_NAME})`)
+    .option(
+      '--gate-deadline <duration>',
+      'release a failing gate this long after deletion (env GATE_DEADLINE; default 30m)',
+    )
+    .option(
+      '--probe-interval <duration>',
+      'probe each credential through Harvester (env PROBE_INTERVAL; default 10m)',
+    )
+    .option(
+      '--expiring-soon <duration>',
+      'report credentials expiring within (env EXPIRING_SOON; default 7d)',
+    )
+    .option(
+      '--metrics-bind-address <addr>',
+      '/metrics /healthz /readyz (env METRICS_BIND_ADDRESS; default 127.0.0.1:8080)',
+    )
+    .option('--leader-elect <true|false>', '(env LEADER_ELECT; default true)')
+    .option('--leader-election-namespace <ns>', '(env POD_NAMESPACE; default cattle-system)')
+    .option('--leader-election-id <name>', 'Lease name (default harvester-machine-controller)')
+    .option(
+      '--status-configmap <name>',
+      'status summary ConfigMap in the leader-election namespace (default harvester-machine-controller-status)',
+    )
+    .option('--log-level <level>', 'debug|info|warn|error (env LOG_LEVEL; default info)')
+    .addHelpText(
+      'after',
+      '\nDurations are Go durations (90s, 10m, 1h30m) or days (7d); a bare number is seconds.',
+    )
+    .allowExcessArguments(false)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => (output.text += text),
+      writeErr: (text) => (output.text += text),
+    });
+}
+
+/** The usage, as --help prints it. */
+export const USAGE = controllerCommand({ text: '' }).helpInformation().trimEnd();
+
+function parseFlags(argv: string[]): FlagValues {
+  const output = { text: '' };
+  const command = controllerCommand(output);
+  try {
+    command.parse(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError && err.code === 'commander.helpDisplayed')
+      throw new HelpRequested(output.text.trimEnd());
+    const message = err instanceof Error ? err.message : String(err);
+    throw new ConfigError(`${message}\n${USAGE}`);
+  }
+  return command.opts<FlagValues>();
+}
 
 export function parseConfig(
   argv: string[],
   env: Record<string, string | undefined>,
   hostname = 'controller',
 ): ControllerConfig {
-  let values;
-  try {
-    values = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }).values;
-  } catch (err) {
-    throw new ConfigError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
-  }
-  if (values.help) throw new HelpRequested(USAGE);
+  const values = parseFlags(argv);
   const pick = (flag: string | undefined, envName: string, fallback: string): string =>
     flag ?? env[envName] ?? fallback;
   const nsText = values.namespace?.join(',') ?? env.WATCH_NAMESPACES ?? 'fleet-default';
@@ -109,14 +165,14 @@ export function parseConfig(
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  const logLevel = pick(values['log-level'], 'LOG_LEVEL', 'info');
+  const logLevel = pick(values.logLevel, 'LOG_LEVEL', 'info');
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel))
     throw new ConfigError(`--log-level: "${logLevel}" is not debug, info, warn or error`);
-  const leaderElect = pick(values['leader-elect'], 'LEADER_ELECT', 'true');
+  const leaderElect = pick(values.leaderElect, 'LEADER_ELECT', 'true');
   if (!['true', 'false'].includes(leaderElect))
     throw new ConfigError(`--leader-elect: "${leaderElect}" is not true or false`);
-  const systemNamespace = pick(values['leader-election-namespace'], 'POD_NAMESPACE', 'cattle-system');
-  const hookName = pick(values['hook-name'], 'HOOK_NAME', DEFAULT_HOOK_NAME);
+  const systemNamespace = pick(values.leaderElectionNamespace, 'POD_NAMESPACE', 'cattle-system');
+  const hookName = pick(values.hookName, 'HOOK_NAME', DEFAULT_HOOK_NAME);
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(hookName) || hookName.length > 63) {
     throw new ConfigError(
       `--hook-name: "${hookName}" is not a valid annotation name part (lower-case alphanumerics, '-', '.')`,
@@ -132,27 +188,23 @@ export function parseConfig(
   return {
     kubeconfigPath: values.kubeconfig ?? env.RANCHER_KUBECONFIG ?? undefined,
     namespaces: namespaces.includes('*') ? [] : namespaces,
-    credentialNamespace: pick(
-      values['credential-namespace'],
-      'CREDENTIAL_NAMESPACE',
-      CLOUD_CREDENTIAL_NAMESPACE,
-    ),
+    credentialNamespace: pick(values.credentialNamespace, 'CREDENTIAL_NAMESPACE', CLOUD_CREDENTIAL_NAMESPACE),
     hookName,
-    gateDeadlineMs: duration(values['gate-deadline'], 'GATE_DEADLINE', '30m', 'gate-deadline'),
-    probeIntervalMs: duration(values['probe-interval'], 'PROBE_INTERVAL', '10m', 'probe-interval'),
-    expiringSoonMs: duration(values['expiring-soon'], 'EXPIRING_SOON', '7d', 'expiring-soon'),
-    metricsBindAddress: pick(values['metrics-bind-address'], 'METRICS_BIND_ADDRESS', '127.0.0.1:8080'),
+    gateDeadlineMs: duration(values.gateDeadline, 'GATE_DEADLINE', '30m', 'gate-deadline'),
+    probeIntervalMs: duration(values.probeInterval, 'PROBE_INTERVAL', '10m', 'probe-interval'),
+    expiringSoonMs: duration(values.expiringSoon, 'EXPIRING_SOON', '7d', 'expiring-soon'),
+    metricsBindAddress: pick(values.metricsBindAddress, 'METRICS_BIND_ADDRESS', '127.0.0.1:8080'),
     leaderElection: {
       enabled: leaderElect === 'true',
       namespace: systemNamespace,
-      name: values['leader-election-id'] ?? 'harvester-machine-controller',
+      name: values.leaderElectionId ?? 'harvester-machine-controller',
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
     },
     statusConfigMap: {
       namespace: systemNamespace,
-      name: values['status-configmap'] ?? 'harvester-machine-controller-status',
+      name: values.statusConfigmap ?? 'harvester-machine-controller-status',
     },
     identity: env.POD_NAME ?? `${hostname}-${process.pid}`,
     logLevel: logLevel as ControllerConfig['logLevel'],
