@@ -10,6 +10,7 @@ import { harvesterCloudCredential, saveHarvesterCloudCredential } from '../sandb
 import { expireRancherToken } from '../sandbox/rancher/tokens.js';
 import { DRIVER_ACCESS, resourceLabel } from '../src/cli/doctor/required-access.js';
 import type { CheckResult } from '../src/cli/doctor/verdicts.js';
+import { eventuallyValue } from './support/eventually.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { CliRunner, kubeconfigFile, tempDir } from './cli-harness.js';
 
@@ -153,11 +154,12 @@ describe('doctor', () => {
     });
     // New RBAC reaches the authorizer a moment after it is written: ask again until it shows.
     const readOnlyKubeconfig = kubeconfigFile(dir, 'read-only', kubeconfigOf(readOnly.token));
-    let partial = await cli.expect(1, ['doctor', '--kubeconfig', readOnlyKubeconfig]);
-    for (let i = 0; i < 20 && !/allowed: get/.test(partial.stdout); i++) {
-      await new Promise((r) => setTimeout(r, 250));
-      partial = await cli.expect(1, ['doctor', '--kubeconfig', readOnlyKubeconfig]);
-    }
+    const partial = await eventuallyValue(
+      'doctor to see the read-only role',
+      () => cli.expect(1, ['doctor', '--kubeconfig', readOnlyKubeconfig]),
+      (r) => /allowed: get/.test(r.stdout),
+      10_000,
+    );
     assert.match(
       line(partial.stdout, 'RBAC virtualmachines.kubevirt.io'),
       /^FAIL .*create, patch, delete denied \(allowed: get, list, watch\)/,

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import type { Vmi } from '../src/driver/harvester-api.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { VirtualMachine } from '../src/harvester/types.js';
+import { eventually } from './support/eventually.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { CliRunner, MACHINE_FLAGS, kubeconfigFile, mode, tempDir } from './cli-harness.js';
 
@@ -192,7 +193,10 @@ describe('harvester-machine lifecycle', () => {
     const gone = 'cli-life-pool1-a1b2c-x2';
     await cli.expect(0, ['create', gone, '--kubeconfig', kubeconfig, ...MACHINE_FLAGS]);
     await admin.delete(Resources.virtualMachine, { namespace: ns, name: gone });
-    await waitUntil(async () => !(await admin.find(Resources.virtualMachine, { namespace: ns, name: gone })));
+    await eventually(
+      `VM ${ns}/${gone} to be gone`,
+      async () => !(await admin.find(Resources.virtualMachine, { namespace: ns, name: gone })),
+    );
     const status = await cli.expect(4, ['status', gone, '-o', 'json']);
     assert.equal(status.json<{ state: string }>().state, 'NotFound');
     assert.match((await cli.expect(4, ['start', gone])).stderr, /no longer exists on Harvester/);
@@ -250,11 +254,3 @@ describe('harvester-machine lifecycle', () => {
     );
   });
 });
-
-async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -14,6 +14,7 @@ import { createNamespace, createTokenUser, tokenKubeconfig } from '../sandbox/co
 import { repoRoot } from '../sandbox/control-plane/binaries.js';
 import { ControlPlaneError, startControlPlane } from '../sandbox/control-plane/control-plane.js';
 import { useControlPlane } from './support/control-plane-fixture.js';
+import { eventuallyValue } from './support/eventually.js';
 
 const fixture = useControlPlane({ name: 'cp-test', crds: 'harvester' });
 
@@ -151,14 +152,16 @@ describe('control plane', () => {
       // The apiserver caches a successful token authentication for up to 10 s, so an expired
       // token is refused within ~10 s of its expiration, not always at once.
       await new Promise((r) => setTimeout(r, Math.max(0, user.expiresAt.getTime() - Date.now())));
-      let expired: unknown;
-      const deadline = Date.now() + 15_000;
-      while (!(expired instanceof KubeError) && Date.now() < deadline) {
-        expired = await client.list(Resources.configMap, { namespace }).then(
-          () => new Promise((r) => setTimeout(r, 250)),
-          (e: unknown) => e,
-        );
-      }
+      const expired = await eventuallyValue(
+        'the expired token to be refused',
+        () =>
+          client.list(Resources.configMap, { namespace }).then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        (e) => e instanceof KubeError,
+        15_000,
+      );
       console.log(`expired token refused ${Date.now() - user.expiresAt.getTime()} ms after its expiration`);
       assert.ok(expired instanceof KubeError);
       assert.equal(expired.statusCode, 401);

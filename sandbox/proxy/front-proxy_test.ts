@@ -9,6 +9,7 @@ import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { WatchEvent } from '../../src/kube/watch.js';
 import { createNamespace, createTokenUser, tokenKubeconfig } from '../control-plane/access.js';
+import { eventuallyValue } from '../../test/support/eventually.js';
 import { rancherKubeconfig } from '../rancher/credentials.js';
 import {
   createRancherToken,
@@ -91,12 +92,12 @@ describe('direct path: the caller’s own credential', () => {
   it('answers an expired bootstrap token with the apiserver’s own 401', async () => {
     const user = await createTokenUser(fx.harvester.admin, { expiresAt: new Date(Date.now() + 3_000) });
     // The apiserver caches a good token for up to ~10 s after it expires.
-    const deadline = Date.now() + 20_000;
-    let res = await send(fx.proxy, { path: '/api/v1/namespaces/default', token: user.token });
-    while (res.status !== 401 && Date.now() < deadline) {
-      await sleep(250);
-      res = await send(fx.proxy, { path: '/api/v1/namespaces/default', token: user.token });
-    }
+    const res = await eventuallyValue(
+      'the expired token to be refused',
+      () => send(fx.proxy, { path: '/api/v1/namespaces/default', token: user.token }),
+      (r) => r.status === 401,
+      20_000,
+    );
     assert.equal(res.status, 401);
     assert.equal(
       res.body,

@@ -7,13 +7,13 @@ import { describe, it } from 'node:test';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace, createTokenUser } from '../control-plane/access.js';
 import { createRancherToken, newRancherUserId } from '../rancher/tokens.js';
+import { eventuallyValue } from '../../test/support/eventually.js';
 import {
   LIFECYCLE_RULE,
   TEST_CLUSTER_ID,
   createVm,
   grantRole,
   send,
-  sleep,
   useFrontProxy,
   type RawResponse,
   type VmObject,
@@ -56,13 +56,13 @@ function operator(): Promise<string> {
 }
 
 /** RBAC reaches the authorizer through an informer: a fresh binding may take a moment. */
-async function untilNot403(attempt: () => Promise<RawResponse>): Promise<RawResponse> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const res = await attempt();
-    if (res.status !== 403 || Date.now() > deadline) return res;
-    await sleep(100);
-  }
+function untilNot403(attempt: () => Promise<RawResponse>): Promise<RawResponse> {
+  return eventuallyValue(
+    'a fresh RoleBinding to reach the authorizer',
+    attempt,
+    (res) => res.status !== 403,
+    5_000,
+  );
 }
 
 const CANNOT = 'Operation cannot be fulfilled on virtualmachine.kubevirt.io';

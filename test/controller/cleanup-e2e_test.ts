@@ -19,6 +19,7 @@ import {
 } from '../../sandbox/rancher/guest-cluster.js';
 import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
 
+import { eventuallyValue } from '../support/eventually.js';
 import { startControllerAsChart } from './gate-fixture.js';
 
 const NS = 'fleet-e2e';
@@ -142,14 +143,15 @@ async function deleteClusterAndWait(name: string): Promise<void> {
 
 /** PVC deletion finishes asynchronously (pvc-protection, finalizers): wait until all listed are gone. */
 async function waitPvcsGone(names: string[]): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const existing = await pvcNames();
-    const still = names.filter((n) => existing.has(n));
-    if (still.length === 0) return;
-    if (Date.now() > deadline) assert.fail(`PVCs left on Harvester: ${still.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
+  await eventuallyValue(
+    (still) => `PVCs left on Harvester: ${still.join(', ')}`,
+    async () => {
+      const existing = await pvcNames();
+      return names.filter((n) => existing.has(n));
+    },
+    (still) => still.length === 0,
+    60_000,
+  );
 }
 
 describe('deleting guest clusters on the sandbox (controller + CAPI stand-in + real driver)', () => {

@@ -14,6 +14,7 @@ import {
   type GuestClusterSpec,
   type GuestMachine,
 } from '../../sandbox/rancher/guest-cluster.js';
+import { eventuallyValue } from '../support/eventually.js';
 import { NS, VM_NS, useGateWorld } from './gate-fixture.js';
 
 const fixture = useGateWorld();
@@ -47,20 +48,6 @@ async function waitHooked(machines: GuestMachine[]): Promise<void> {
       description: `the cleanup hook on Machine ${m.name}`,
       until: (o) => o?.metadata.annotations?.[HOOK] !== undefined,
     });
-  }
-}
-
-/** Events are not watched here: a short poll for a list that should become non-empty. */
-async function eventually<T>(
-  read: () => Promise<T[]>,
-  enough = (l: T[]) => l.length > 0,
-  timeoutMs = 20_000,
-): Promise<T[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await read();
-    if (enough(found) || Date.now() > deadline) return found;
-    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
@@ -264,10 +251,13 @@ describe('cleanup gate (controller + CAPI stand-in)', () => {
       clusterCredential: 'cattle-global-data:cc-main',
       pools: [{ name: 'wk', quantity: 1, credential: 'cattle-global-data:cc-stale' }],
     });
-    const events = await eventually(
+    // Events are not watched here: a short poll for a list that should fill.
+    const events = await eventuallyValue(
+      'two HarvesterCredentialMismatch Events on c-mis',
       async () =>
         (await world.events('HarvesterCredentialMismatch')).filter((e) => e.involvedObject?.name === 'c-mis'),
       (l) => l.length >= 2,
+      20_000,
     );
     const pool = events.find((e) => (e.message ?? '').startsWith('machine pool wk '));
     const machine = events.find((e) => (e.message ?? '').startsWith('HarvesterMachine '));
@@ -286,8 +276,14 @@ describe('cleanup gate (controller + CAPI stand-in)', () => {
       description: 'the status summary to hold the fix',
       until: (o) => /fix: .*patch secret cc-stale/.test(o?.data?.['summary.txt'] ?? ''),
     });
-    const expiredEvents = await eventually(async () =>
-      (await world.events('HarvesterCredentialExpired')).filter((e) => e.involvedObject?.name === 'cc-stale'),
+    const expiredEvents = await eventuallyValue(
+      'a HarvesterCredentialExpired Event on cc-stale',
+      async () =>
+        (await world.events('HarvesterCredentialExpired')).filter(
+          (e) => e.involvedObject?.name === 'cc-stale',
+        ),
+      (l) => l.length > 0,
+      20_000,
     );
     assert.ok(expiredEvents.length > 0, 'an Event on the expired credential Secret');
   });

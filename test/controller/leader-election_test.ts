@@ -8,6 +8,7 @@ import { silentLogger } from '../../src/log/logger.js';
 import { LeaderElector } from '../../src/controller/leader-election.js';
 import { createNamespace } from '../../sandbox/control-plane/access.js';
 import { useControlPlane } from '../support/control-plane-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 const fixture = useControlPlane({ name: 'lease', crds: false, controllerManager: false });
 
@@ -33,27 +34,22 @@ function replica(namespace: string, identity: string, leaseDurationMs = 2000) {
   return { elector, state, identity };
 }
 
-const until = async (cond: () => boolean, timeoutMs = 10_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
+const until = (what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> =>
+  eventually(what, () => Promise.resolve(cond()), timeoutMs);
 
 describe('LeaderElector', () => {
   it('lets exactly one of three racing replicas lead, and hands over at once on a clean stop', async () => {
     const namespace = await createNamespace(fixture.cp.admin, 'lease');
     const replicas = ['a', 'b', 'c'].map((id) => replica(namespace, id));
     replicas.forEach((r) => r.elector.start());
-    await until(() => replicas.some((r) => r.state.leading));
+    await until('a replica to lead', () => replicas.some((r) => r.state.leading));
     await new Promise((r) => setTimeout(r, 600)); // several renew rounds: still one leader
     const leaders = replicas.filter((r) => r.state.leading);
     assert.equal(leaders.length, 1);
     const first = leaders[0] as (typeof replicas)[number];
     const started = Date.now();
     await first.elector.stop();
-    await until(() => replicas.some((r) => r !== first && r.state.leading));
+    await until('another replica to lead', () => replicas.some((r) => r !== first && r.state.leading));
     assert.ok(Date.now() - started < 1500, 'a released Lease is taken without waiting for its duration');
     assert.equal(replicas.filter((r) => r.state.leading).length, 1);
     for (const r of replicas) await r.elector.stop();
@@ -78,7 +74,7 @@ describe('LeaderElector', () => {
     const next = replica(namespace, 'next', 2000);
     const started = Date.now();
     next.elector.start();
-    await until(() => next.state.leading, 10_000);
+    await until('the next replica to lead', () => next.state.leading, 10_000);
     assert.ok(Date.now() - started >= 1800, `took over after ${Date.now() - started} ms`);
     const lease = await fixture.cp.admin.get<
       KubeObject & { spec?: { holderIdentity?: string; leaseTransitions?: number } }
