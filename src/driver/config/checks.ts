@@ -1,0 +1,238 @@
+// Every check of a driver config that can be made before anything is created, whether it
+// came from flags or from a saved config.json; each problem names its flag.
+import { cloudConfigProblem } from '../../harvester/cloud-init.js';
+import {
+  diskInfoProblems,
+  namespacedNameProblem,
+  NETWORK_MODELS,
+  networkInfoProblems,
+  vgpuInfoProblems,
+  DISK_BUSES,
+} from '../../harvester/disk-network-info.js';
+import type { GoDriverConfig } from '../../harvester/go-config.js';
+import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
+import { isValidLabelValue } from '../../harvester/labels.js';
+import { networkDataProblems } from '../../harvester/network-data.js';
+import { kubeconfigProblems } from '../../kube/kubeconfig-content.js';
+import { FLAGS, type FlagSpec } from '../flags.js';
+import type { DriverConfig } from './driver-config.js';
+import { clipValues, Problems, type ConfigProblem } from './problems.js';
+
+/** The JSON-valued flags whose text did not parse: later checks would only repeat the news. */
+export type Unparsed = ReadonlySet<'diskInfo' | 'networkInfo'>;
+
+const DNS_LABEL = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
+const QUANTITY = /^(\d+)(Ki|Mi|Gi|Ti|Pi|Ei)$/;
+const UNIT: Record<string, number> = {
+  Ki: 1 / 1024,
+  Mi: 1,
+  Gi: 1024,
+  Ti: 1024 ** 2,
+  Pi: 1024 ** 3,
+  Ei: 1024 ** 4,
+};
+/** Values the Go driver once knew (pod, dhcp) or that name an interface binding. Go ignores the flag. */
+const NETWORK_TYPES = ['bridge', 'masquerade', 'dhcp', 'pod'];
+
+/** Binary quantity in MiB ("4Gi" → 4096); undefined when not of that form. */
+function mebibytes(quantity: string): number | undefined {
+  const m = QUANTITY.exec(quantity);
+  return m?.[1] && m[2] ? Number(m[1]) * (UNIT[m[2]] ?? 0) : undefined;
+}
+
+function checkResources(cfg: DriverConfig, problems: Problems): void {
+  if (!Number.isInteger(cfg.CPU) || cfg.CPU < 1)
+    problems.add(FLAGS.cpuCount, `must be at least 1 (got ${cfg.CPU})`);
+  const memory = mebibytes(cfg.MemorySize);
+  if (memory === undefined || memory <= 0) {
+    problems.add(
+      FLAGS.memorySize,
+      `must be a number of GiB greater than 0 (got ${cfg.MemorySize || 'none'})`,
+    );
+  }
+  if (cfg.ReservedMemorySize !== '') {
+    const reserved = mebibytes(cfg.ReservedMemorySize);
+    if (reserved === undefined || reserved <= 0) {
+      problems.add(
+        FLAGS.reservedMemorySize,
+        `must be a number of MiB greater than 0 (got ${cfg.ReservedMemorySize})`,
+      );
+    } else if (memory !== undefined && memory > 0 && reserved >= memory) {
+      problems.add(
+        FLAGS.reservedMemorySize,
+        `${reserved} MiB must be less than the memory size (${memory} MiB), or the guest has no memory left`,
+      );
+    }
+  }
+  if (cfg.CPUModel !== '' && /\s/.test(cfg.CPUModel)) problems.add(FLAGS.cpuModel, 'must not contain spaces');
+  if (cfg.EnableSecureBoot && !cfg.EnableEFI) {
+    problems.add(FLAGS.enableSecureBoot, 'requires --harvester-enable-efi (secure boot is a UEFI feature)');
+  }
+  if (cfg.IsolateEmulatorThread && !cfg.CPUPinning) {
+    problems.add(
+      FLAGS.isolateEmulatorThread,
+      'requires --harvester-cpu-pinning (KubeVirt rejects it otherwise)',
+    );
+  }
+  if (cfg.VGPUInfo) problems.addAll(FLAGS.vgpuInfo, vgpuInfoProblems(cfg.VGPUInfo));
+}
+
+function checkDisks(cfg: DriverConfig, problems: Problems, unparsed: Unparsed): void {
+  const size = /^[+-]?\d+$/.test(cfg.DiskSize) ? Number(cfg.DiskSize) : NaN;
+  if (Number.isNaN(size) || size < 0) {
+    problems.add(FLAGS.diskSize, `must be a whole number of GiB (got ${cfg.DiskSize || 'none'})`);
+  }
+  if (cfg.DiskBus !== '' && !(DISK_BUSES as readonly string[]).includes(cfg.DiskBus)) {
+    problems.add(
+      FLAGS.diskBus,
+      `"${cfg.DiskBus}" is not a disk bus (expected one of ${DISK_BUSES.join(', ')})`,
+    );
+  }
+  if (cfg.DiskInfo) {
+    problems.addAll(FLAGS.diskInfo, diskInfoProblems(cfg.DiskInfo));
+  } else if (!unparsed.has('diskInfo')) {
+    if (cfg.ImageName === '') {
+      problems.add(FLAGS.imageName, 'is required (or give the disks with --harvester-disk-info)');
+    } else {
+      const bad = namespacedNameProblem(cfg.ImageName);
+      if (bad) problems.add(FLAGS.imageName, bad);
+    }
+    if (size === 0)
+      problems.add(FLAGS.diskSize, 'is required: the size of the boot disk in GiB, greater than 0');
+  }
+}
+
+function checkNetworks(cfg: DriverConfig, problems: Problems, unparsed: Unparsed): void {
+  if (cfg.NetworkModel !== '' && !(NETWORK_MODELS as readonly string[]).includes(cfg.NetworkModel)) {
+    problems.add(
+      FLAGS.networkModel,
+      `"${cfg.NetworkModel}" is not a network model (expected one of ${NETWORK_MODELS.join(', ')})`,
+    );
+  }
+  if (cfg.NetworkType !== '' && !NETWORK_TYPES.includes(cfg.NetworkType)) {
+    problems.add(
+      FLAGS.networkType,
+      `"${cfg.NetworkType}" is not a network type (expected one of ${NETWORK_TYPES.join(', ')})`,
+    );
+  }
+  if (cfg.NetworkInfo) {
+    problems.addAll(FLAGS.networkInfo, networkInfoProblems(cfg.NetworkInfo));
+  } else if (!unparsed.has('networkInfo')) {
+    if (cfg.NetworkName === '') {
+      problems.add(FLAGS.networkName, 'is required (or give the interfaces with --harvester-network-info)');
+    } else {
+      const bad = namespacedNameProblem(cfg.NetworkName);
+      if (bad) problems.add(FLAGS.networkName, bad);
+    }
+  }
+  const ipNetwork = cfg.HarvesterMachine.IPNetwork;
+  if (ipNetwork !== '' && !unparsed.has('networkInfo') && !interfaceNameForNetwork(cfg, ipNetwork)) {
+    problems.add(
+      FLAGS.ipNetwork,
+      `"${ipNetwork}" is none of the machine's networks (a network name or nic-<i>)`,
+    );
+  }
+}
+
+function checkAccess(cfg: DriverConfig, problems: Problems): void {
+  if (cfg.KubeConfigContent !== '') {
+    for (const p of kubeconfigProblems(cfg.KubeConfigContent))
+      problems.add(FLAGS.kubeconfigContent, `the kubeconfig ${p}`);
+  }
+  if (!DNS_LABEL.test(cfg.VMNamespace)) {
+    problems.add(
+      FLAGS.vmNamespace,
+      `"${cfg.VMNamespace}" is not a namespace name (lowercase letters, digits and -, at most 63)`,
+    );
+  }
+  if (cfg.ClusterName !== '' && !isValidLabelValue(cfg.ClusterName)) {
+    problems.add(FLAGS.clusterName, 'must be a valid label value (at most 63 letters, digits, -, _ or .)');
+  }
+  if (cfg.SSHUser === '' || /[\s:]/.test(cfg.SSHUser)) {
+    problems.add(FLAGS.sshUser, 'must be a user name (not empty, no spaces or colons)');
+  }
+  if (!Number.isInteger(cfg.SSHPort) || cfg.SSHPort < 1 || cfg.SSHPort > 65535) {
+    problems.add(FLAGS.sshPort, `must be a port between 1 and 65535 (got ${cfg.SSHPort})`);
+  }
+  if (cfg.KeyPairName !== '' && cfg.SSHPrivateKeyPath === '') {
+    problems.add(
+      FLAGS.sshPrivateKeyPath,
+      'is required with --harvester-key-pair-name (the private key of that Harvester key pair)',
+    );
+  }
+}
+
+function checkCloudInit(cfg: DriverConfig, problems: Problems): void {
+  if (cfg.UserData !== '') {
+    const bad = cloudConfigProblem(cfg.UserData);
+    if (bad) problems.add(FLAGS.userData, bad);
+  }
+  problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
+  if (cfg.VMAffinity !== '') {
+    let affinity: unknown;
+    try {
+      affinity = JSON.parse(cfg.VMAffinity);
+    } catch {
+      problems.add(FLAGS.vmAffinity, 'is not valid JSON (plain or base64) of a Kubernetes affinity');
+      return;
+    }
+    if (affinity === null || typeof affinity !== 'object' || Array.isArray(affinity)) {
+      problems.add(FLAGS.vmAffinity, 'must be a JSON object like {"podAntiAffinity":{…}}');
+      return;
+    }
+    for (const key of ['nodeAffinity', 'podAffinity', 'podAntiAffinity']) {
+      const v = (affinity as Record<string, unknown>)[key];
+      if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) {
+        problems.add(FLAGS.vmAffinity, `${key} must be an object`);
+      }
+    }
+  }
+}
+
+function checkTimeouts(cfg: DriverConfig, problems: Problems): void {
+  const o = cfg.HarvesterMachine;
+  const check = (spec: FlagSpec, seconds: number): void => {
+    if (!Number.isInteger(seconds) || seconds < 1)
+      problems.add(spec, `must be a number of seconds ≥ 1 (got ${seconds})`);
+  };
+  check(FLAGS.createTimeout, o.CreateTimeoutSeconds);
+  check(FLAGS.ipTimeout, o.IPTimeoutSeconds);
+  check(FLAGS.removeTimeout, o.RemoveTimeoutSeconds);
+}
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * What every operation needs before it may address Harvester: the VM's name and namespace.
+ * A saved config.json can hold anything; an empty name would turn a GET of the VM into a
+ * list and a DELETE into a delete of the whole collection.
+ */
+export function identityProblems(cfg: GoDriverConfig): ConfigProblem[] {
+  const problems = new Problems();
+  const list = problems.list;
+  if (!DNS_SUBDOMAIN.test(cfg.MachineName)) {
+    list.push({
+      flag: 'MachineName',
+      message: `MachineName: ${clipValues(`"${cfg.MachineName}"`)} is not a VM name (lowercase letters, digits, - and ., at most 253)`,
+    });
+  }
+  if (!DNS_LABEL.test(cfg.VMNamespace)) {
+    problems.add(
+      FLAGS.vmNamespace,
+      `"${cfg.VMNamespace}" is not a namespace name (lowercase letters, digits and -, at most 63)`,
+    );
+  }
+  return list;
+}
+
+/** Every problem of a config (from flags or a saved config.json), each naming its flag. */
+export function configProblems(cfg: DriverConfig, unparsed: Unparsed = new Set()): ConfigProblem[] {
+  const problems = new Problems();
+  checkAccess(cfg, problems);
+  checkResources(cfg, problems);
+  checkDisks(cfg, problems, unparsed);
+  checkNetworks(cfg, problems, unparsed);
+  checkCloudInit(cfg, problems);
+  checkTimeouts(cfg, problems);
+  return problems.list;
+}

@@ -1,0 +1,48 @@
+// A configuration problem names its flag and says what is wrong; every problem of a
+// config is reported at once. No problem message quotes a secret (kubeconfig, password,
+// user data), and none is longer than an operator can read.
+import { cliName, type FlagSpec } from '../flags.js';
+
+export interface ConfigProblem {
+  /** The flag the problem is about, e.g. "--harvester-disk-info". */
+  flag: string;
+  /** The whole sentence: "<flag>: <what is wrong and what is expected>". */
+  message: string;
+}
+
+/** Invalid machine configuration; lists every problem found, each naming its flag. */
+export class ConfigError extends Error {
+  readonly problems: readonly ConfigProblem[];
+  constructor(problems: readonly ConfigProblem[]) {
+    const lines = problems.map((p) => `  ${p.message}`).join('\n');
+    super(
+      `invalid machine configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines}`,
+    );
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/**
+ * Problems quote the values they refuse; a hostile or mistaken value can be megabytes long
+ * (a kubeconfig pasted into the wrong field). Long quoted values and long unbroken runs are
+ * cut, and a message never exceeds MAX_PROBLEM_CHARS.
+ */
+const MAX_PROBLEM_CHARS = 1_000;
+export function clipValues(phrase: string): string {
+  const clipped = phrase
+    .replace(/"([^"]{61,})"/g, (_, v: string) => `"${v.slice(0, 60)}…" (${v.length} characters)`)
+    .replace(/[^\s"]{81,}/g, (v) => `${v.slice(0, 80)}… (${v.length} characters)`);
+  return clipped.length > MAX_PROBLEM_CHARS ? `${clipped.slice(0, MAX_PROBLEM_CHARS)}… (cut)` : clipped;
+}
+
+export class Problems {
+  readonly list: ConfigProblem[] = [];
+  add(spec: FlagSpec, phrase: string): void {
+    const flag = cliName(spec);
+    this.list.push({ flag, message: `${flag}: ${clipValues(phrase)}` });
+  }
+  addAll(spec: FlagSpec, phrases: readonly string[]): void {
+    for (const p of phrases) this.add(spec, p);
+  }
+}
