@@ -1,10 +1,12 @@
 // Type-aware lint: the rules that catch real bugs in async Kubernetes code
 // (floating promises, misused promises, unsafe any) are errors, not warnings.
+import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layersPlugin } from './eslint/layers.js';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '**/*.js', '!eslint.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', '**/*.js', '!eslint.config.js', '!eslint/*.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -17,7 +19,11 @@ export default tseslint.config(
         {
           // node:test's describe/it return promises the runner itself tracks.
           allowForKnownSafeCalls: [
-            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after'] },
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['describe', 'it', 'test', 'suite', 'before', 'after'],
+            },
           ],
         },
       ],
@@ -30,5 +36,11 @@ export default tseslint.config(
       eqeqeq: ['error', 'always', { null: 'ignore' }],
     },
   },
-  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  {
+    // Which folder of src/ may import which (eslint/layers.js); test/lint-layers_test.ts proves it.
+    files: ['src/**/*.ts'],
+    plugins: { layers: layersPlugin },
+    rules: { 'layers/imports': ['error', { srcDir: path.join(import.meta.dirname, 'src') }] },
+  },
+  { files: ['eslint.config.js', 'eslint/*.js'], ...tseslint.configs.disableTypeChecked },
 );
