@@ -2,6 +2,7 @@
 // or pool still points at an expired credential while its cluster has a valid one for the
 // same Harvester cluster (docs/upstream/seeds.md#second-report: Terraform switched the cluster to a new
 // credential; old machines kept the old one and could not be removed).
+import { formatDuration } from '../common/durations.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
 import type { SecretRef } from './credential-choice.js';
 
@@ -54,7 +55,7 @@ export function classifyCredential(input: {
     return {
       state: 'expiring-soon',
       ...at,
-      detail: `expires at ${expiresAt?.toISOString()} (in ${Math.ceil(left / 3_600_000)} h)`,
+      detail: `expires at ${expiresAt?.toISOString()} (in ${formatDuration(left)})`,
     };
   }
   return { state: 'valid', ...at, detail: `valid until ${expiresAt?.toISOString()}` };

@@ -2,6 +2,7 @@
 // does not delete the HarvesterMachine (and so Rancher does not run the driver's removal)
 // while the hook is there. These two pure functions say when to add it, when to do the
 // cleanup, and when to let go; docs/decisions/0005-cleanup-gate.md says why.
+import { formatDuration } from '../common/durations.js';
 import type { DeletionScope } from './deletion-scope.js';
 
 export type InfraState = 'present' | 'deleting' | 'gone';
@@ -111,7 +112,7 @@ export function decideAfterCleanup(input: {
       if (input.now >= deadline) {
         return {
           action: 'release',
-          reason: `deadline of ${Math.round(input.deadlineMs / 1000)} s after deletion passed while ${outcome.reason}: ${outcome.message}; the removal goes ahead and this VM's workload volumes may be left on Harvester`,
+          reason: `deadline of ${formatDuration(input.deadlineMs)} after deletion passed while ${outcome.reason}: ${outcome.message}; the removal goes ahead and this VM's workload volumes may be left on Harvester`,
           warning: true,
         };
       }
