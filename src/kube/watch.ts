@@ -1,7 +1,9 @@
 // A single watch stream. It ends (done resolves) when the server closes it, when no
 // byte arrived for idleTimeoutMs (a half-open connection after an apiserver restart
-// otherwise hangs forever), or when stop() is called; done rejects with a classified
-// KubeError on an HTTP error or a watch ERROR event (410 Gone included).
+// otherwise hangs forever), when it outlives its server-side timeout by far, or when stop()
+// is called; done rejects with a classified KubeError on an HTTP error or a watch ERROR
+// event (410 Gone included). Every read is bounded in time and size: an error answer whose
+// body never ends, or a stream that trickles bytes forever, cannot hold a caller.
 import { KubeError, classifyStatus, type KubeStatus } from './errors.js';
 import { describeOperation, resourcePath, type KubeObject, type ResourceType } from './resources.js';
 import type { Transport } from './transport.js';
@@ -27,6 +29,10 @@ export interface WatchOptions {
 }
 
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
+/** A Status body is a few hundred bytes; more than this of an error answer is not read. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** How long past its server-side timeout a stream may run before it is ended here. */
+const STREAM_GRACE_MS = 30_000;
 
 export function openWatch<T extends KubeObject>(
   transport: Transport,
@@ -48,6 +54,7 @@ export function openWatch<T extends KubeObject>(
   const controller = new AbortController();
   let stopped = false;
 
+  const idleMs = opts.idleTimeoutMs ?? timeoutSeconds * 1000 + 15_000;
   const done = (async () => {
     let opened;
     try {
@@ -65,19 +72,23 @@ export function openWatch<T extends KubeObject>(
     const { response, abort } = opened;
     const statusCode = response.statusCode ?? 0;
     if (statusCode !== 200) {
-      const body = await readAll(response);
+      // Given no longer than a silent watch or a connect would be.
+      const deadlineMs = Math.min(idleMs, opts.connectTimeoutMs ?? 30_000);
+      const body = await readBounded(response, abort, MAX_ERROR_BODY_BYTES, deadlineMs);
+      if (stopped) return;
       throw transport.statusError(operation, statusCode, body, response.headers);
     }
     await new Promise<void>((resolve, reject) => {
-      const idleMs = opts.idleTimeoutMs ?? timeoutSeconds * 1000 + 15_000;
       let idle = setTimeout(onIdle, idleMs);
+      const lifetime = setTimeout(onIdle, timeoutSeconds * 1000 + STREAM_GRACE_MS);
       function onIdle(): void {
         abort();
-        resolve();
+        finish();
       }
       let buffered = '';
       const finish = (err?: Error): void => {
         clearTimeout(idle);
+        clearTimeout(lifetime);
         if (err && !stopped) reject(err);
         else resolve();
       };
@@ -89,16 +100,14 @@ export function openWatch<T extends KubeObject>(
       response.on('data', (chunk: string) => {
         clearTimeout(idle);
         idle = setTimeout(onIdle, idleMs);
-        buffered += chunk;
-        if (buffered.length > MAX_LINE_BYTES) {
-          abort();
-          finish(new KubeError('Unknown', operation, `${operation}: watch event larger than 16 MiB`));
-          return;
-        }
+        // Only the new chunk is searched for line ends: rescanning a long partial line on
+        // every chunk would be quadratic in its length.
+        let start = 0;
         let newline: number;
-        while ((newline = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, newline).trim();
-          buffered = buffered.slice(newline + 1);
+        while ((newline = chunk.indexOf('\n', start)) >= 0) {
+          const line = (buffered + chunk.slice(start, newline)).trim();
+          buffered = '';
+          start = newline + 1;
           if (!line) continue;
           try {
             handleLine(line);
@@ -107,6 +116,11 @@ export function openWatch<T extends KubeObject>(
             finish(err instanceof Error ? err : new Error(String(err)));
             return;
           }
+        }
+        buffered += chunk.slice(start);
+        if (buffered.length > MAX_LINE_BYTES) {
+          abort();
+          finish(new KubeError('Unknown', operation, `${operation}: watch event larger than 16 MiB`));
         }
       });
       response.on('end', () => finish());
@@ -142,11 +156,34 @@ export function openWatch<T extends KubeObject>(
   };
 }
 
-function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+/**
+ * Reads an error answer's body up to `maxBytes` or `deadlineMs`, whichever comes first, then
+ * drops the connection: the status code is known, the body only adds the server's words.
+ */
+function readBounded(
+  stream: NodeJS.ReadableStream,
+  abort: () => void,
+  maxBytes: number,
+  deadlineMs: number,
+): Promise<string> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    stream.on('error', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    let size = 0;
+    let settled = false;
+    const settle = (cut: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (cut) abort();
+      resolve(Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8'));
+    };
+    const timer = setTimeout(() => settle(true), deadlineMs);
+    stream.on('data', (c: Buffer) => {
+      chunks.push(c);
+      size += c.length;
+      if (size >= maxBytes) settle(true);
+    });
+    stream.on('end', () => settle(false));
+    stream.on('error', () => settle(false));
   });
 }
