@@ -1,9 +1,11 @@
 // A list-and-watch cache of one kind, like client-go's informer: the initial list,
 // then a watch from its resourceVersion, resumed when it ends, relisted after 410 or an
-// error (with backoff), so handlers see every change exactly as the cache does.
+// error, so handlers see every change exactly as the cache does. Re-opening is paced by
+// watch-backoff.ts: errors and watches that end at once without events back off.
 import type { KubeClient } from './client.js';
-import { KubeError, isRetryable } from './errors.js';
+import { isKubeError, isRetryable } from './errors.js';
 import type { KubeObject, ResourceType } from './resources.js';
+import { WatchBackoff, pause, type WatchBackoffPolicy } from './watch-backoff.js';
 import type { Logger } from '../log/logger.js';
 
 export interface InformerEvent<T> {
@@ -26,6 +28,16 @@ export interface InformerOptions {
   transform?: (obj: KubeObject) => KubeObject;
   /** Objects per list request (default 500). */
   pageSize?: number;
+  /** Pacing of relists and re-opened watches (see watch-backoff.ts); the defaults suit production. */
+  backoff?: Partial<WatchBackoffPolicy>;
+}
+
+interface WatchRound {
+  resourceVersion: string | undefined;
+  ranMs: number;
+  /** Events delivered, bookmarks included. */
+  events: number;
+  error?: Error;
 }
 
 export const objectKey = (o: KubeObject): string =>
@@ -35,6 +47,7 @@ export class Informer<T extends KubeObject> {
   private readonly cache = new Map<string, T>();
   private readonly handlers: Array<(e: InformerEvent<T>) => void> = [];
   private stopped = false;
+  private readonly stopping = new AbortController();
   private currentWatch: { stop: () => void } | undefined;
   private synced: Promise<void>;
   private markSynced!: () => void;
@@ -65,6 +78,7 @@ export class Informer<T extends KubeObject> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     this.currentWatch?.stop();
     await this.loop;
   }
@@ -97,10 +111,11 @@ export class Informer<T extends KubeObject> {
   }
 
   private async run(): Promise<void> {
-    let failures = 0;
+    const backoff = new WatchBackoff(this.options.backoff);
     let resourceVersion: string | undefined;
     let first = true;
     while (!this.stopped) {
+      let pauseMs: number;
       try {
         if (resourceVersion === undefined) {
           resourceVersion = await this.relist();
@@ -109,24 +124,44 @@ export class Informer<T extends KubeObject> {
             this.markSynced();
           }
         }
-        resourceVersion = await this.watchOnce(resourceVersion);
-        failures = 0;
+        const round = await this.watchOnce(resourceVersion);
+        if (this.stopped) break;
+        resourceVersion = round.resourceVersion;
+        if (round.error === undefined) {
+          pauseMs = backoff.watchEnded(round.ranMs, round.events);
+          if (pauseMs > 0) {
+            this.options.logger?.warn('watch ended at once without events; backing off', {
+              kind: this.type.kind,
+              pauseMs: Math.round(pauseMs),
+            });
+          }
+        } else if (isKubeError(round.error, 'Gone')) {
+          resourceVersion = undefined;
+          pauseMs = backoff.watchEnded(round.ranMs, round.events);
+        } else {
+          resourceVersion = undefined;
+          pauseMs = backoff.failed();
+          this.options.logger?.warn('watch failed; listing again', {
+            kind: this.type.kind,
+            error: round.error.message,
+            pauseMs: Math.round(pauseMs),
+          });
+        }
       } catch (err) {
         if (this.stopped) break;
         if (first && !isRetryable(err)) {
           this.failSync(err instanceof Error ? err : new Error(String(err)));
           return;
         }
-        if (!(err instanceof KubeError && err.kind === 'Gone')) {
-          failures++;
-          this.options.logger?.warn('watch failed; listing again', {
-            kind: this.type.kind,
-            error: String(err),
-          });
-          await new Promise((r) => setTimeout(r, Math.min(10_000, 250 * 2 ** Math.min(failures, 6))));
-        }
         resourceVersion = undefined;
+        pauseMs = backoff.failed();
+        this.options.logger?.warn('list failed; listing again', {
+          kind: this.type.kind,
+          error: String(err),
+          pauseMs: Math.round(pauseMs),
+        });
       }
+      await pause(pauseMs, this.stopping.signal);
     }
   }
 
@@ -169,8 +204,10 @@ export class Informer<T extends KubeObject> {
     return list.metadata.resourceVersion;
   }
 
-  private async watchOnce(resourceVersion: string | undefined): Promise<string | undefined> {
+  private async watchOnce(resourceVersion: string | undefined): Promise<WatchRound> {
     let rv = resourceVersion;
+    let events = 0;
+    const started = performance.now();
     const watch = this.client.watch<T>(
       this.type,
       {
@@ -182,6 +219,7 @@ export class Informer<T extends KubeObject> {
         idleTimeoutMs: this.options.idleTimeoutMs ?? 330_000,
       },
       (event) => {
+        events++;
         rv = event.object.metadata.resourceVersion ?? rv;
         if (event.type === 'BOOKMARK') return;
         const object = this.transform(event.object);
@@ -198,7 +236,13 @@ export class Informer<T extends KubeObject> {
     );
     this.currentWatch = watch;
     if (this.stopped) watch.stop();
-    await watch.done;
-    return rv;
+    let error: Error | undefined;
+    try {
+      await watch.done;
+    } catch (err) {
+      error = err instanceof Error ? err : new Error(String(err));
+    }
+    const round: WatchRound = { resourceVersion: rv, ranMs: performance.now() - started, events };
+    return error === undefined ? round : { ...round, error };
   }
 }

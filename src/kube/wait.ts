@@ -3,8 +3,9 @@
 // up at a deadline with an error that says what it waited for and what it last saw.
 import { formatDuration } from '../common/durations.js';
 import type { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { KubeError, isKubeError } from './errors.js';
 import type { KubeObject, ResourceType } from './resources.js';
+import { WatchBackoff, pause, type WatchBackoffPolicy } from './watch-backoff.js';
 
 export interface WaitSpec<T extends KubeObject> {
   type: ResourceType;
@@ -26,6 +27,8 @@ export interface WaitSpec<T extends KubeObject> {
    * wait starts watching from its resourceVersion instead of listing first, saving a request.
    */
   from?: T;
+  /** Pacing of re-opened watches (see watch-backoff.ts); the defaults suit production. */
+  backoff?: Partial<WatchBackoffPolicy>;
 }
 
 export class WaitTimeoutError extends KubeError {
@@ -53,7 +56,9 @@ export async function waitFor<T extends KubeObject>(
   let current: T | undefined;
   let lastState = 'not read yet';
   let resourceVersion: string | undefined;
-  let failures = 0;
+  // A wait is bounded by its deadline: its pauses stay short so that it sees a recovered
+  // server soon.
+  const backoff = new WatchBackoff({ maxMs: 5_000, ...spec.backoff });
 
   const observe = (obj: T | undefined): boolean => {
     current = obj;
@@ -73,6 +78,7 @@ export async function waitFor<T extends KubeObject>(
   for (;;) {
     const remaining = deadline - now();
     if (remaining <= 0) throw new WaitTimeoutError(spec.description, lastState, spec.timeoutMs);
+    let pauseMs: number;
     try {
       if (resourceVersion === undefined) {
         const list = await client.list<T>(spec.type, {
@@ -82,25 +88,35 @@ export async function waitFor<T extends KubeObject>(
         resourceVersion = list.metadata.resourceVersion;
         if (observe(list.items[0])) return current;
       }
-      const outcome = await watchUntil(client, spec, resourceVersion, deadline - now(), observe, (rv) => {
+      const round = await watchUntil(client, spec, resourceVersion, deadline - now(), observe, (rv) => {
         resourceVersion = rv;
       });
-      failures = 0;
-      if (outcome === 'satisfied') return current;
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'Gone') {
+      if (round.satisfied) return current;
+      if (round.error === undefined) {
+        pauseMs = backoff.watchEnded(round.ranMs, round.events);
+      } else if (isKubeError(round.error, 'Gone')) {
         resourceVersion = undefined; // too old: list again
-        continue;
+        pauseMs = backoff.watchEnded(round.ranMs, round.events);
+      } else {
+        throw round.error;
       }
+    } catch (err) {
       // A watch cut by an apiserver restart lands here; so can the refusals of a server
       // still starting (KubeClient.isTransient).
       if (!client.isTransient(err)) throw err;
-      failures++;
       resourceVersion = undefined;
-      const pause = Math.min(5_000, 200 * 2 ** Math.min(failures, 5));
-      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(pause, deadline - now()))));
+      pauseMs = backoff.failed();
     }
+    await pause(Math.min(pauseMs, deadline - now()));
   }
+}
+
+interface WatchRound {
+  satisfied: boolean;
+  ranMs: number;
+  /** Events delivered, bookmarks included. */
+  events: number;
+  error?: Error;
 }
 
 function watchUntil<T extends KubeObject>(
@@ -110,9 +126,11 @@ function watchUntil<T extends KubeObject>(
   remainingMs: number,
   observe: (obj: T | undefined) => boolean,
   setResourceVersion: (rv: string) => void,
-): Promise<'satisfied' | 'ended'> {
-  return new Promise((resolve, reject) => {
+): Promise<WatchRound> {
+  const started = performance.now();
+  return new Promise((resolve) => {
     let satisfied = false;
+    let events = 0;
     const watch = client.watch<T>(
       spec.type,
       {
@@ -123,6 +141,7 @@ function watchUntil<T extends KubeObject>(
         idleTimeoutMs: spec.idleTimeoutMs ?? 60_000,
       },
       (event) => {
+        events++;
         if (event.object.metadata.resourceVersion) setResourceVersion(event.object.metadata.resourceVersion);
         if (event.type === 'BOOKMARK') return;
         if (observe(event.type === 'DELETED' ? undefined : event.object)) {
@@ -132,16 +151,14 @@ function watchUntil<T extends KubeObject>(
       },
     );
     const timer = setTimeout(() => watch.stop(), Math.max(0, remainingMs));
+    const end = (error?: Error): void => {
+      clearTimeout(timer);
+      const round: WatchRound = { satisfied, ranMs: performance.now() - started, events };
+      resolve(error === undefined || satisfied ? round : { ...round, error });
+    };
     watch.done.then(
-      () => {
-        clearTimeout(timer);
-        resolve(satisfied ? 'satisfied' : 'ended');
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        if (satisfied) resolve('satisfied');
-        else reject(err instanceof Error ? err : new Error(String(err)));
-      },
+      () => end(),
+      (err: unknown) => end(err instanceof Error ? err : new Error(String(err))),
     );
   });
 }
