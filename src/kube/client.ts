@@ -2,8 +2,9 @@
 // bounded retries with backoff (honouring Retry-After), and classified errors.
 import { KubeConfig } from '@kubernetes/client-node';
 import { describeCredential } from './credential.js';
-import { KubeError, isRetryable, type CredentialDescription } from './errors.js';
+import { KubeError, isKubeError, isRetryable, type CredentialDescription } from './errors.js';
 import {
+  apiVersionOf,
   describeOperation,
   resourcePath,
   type KubeObject,
@@ -11,6 +12,7 @@ import {
   type ObjectPath,
   type ResourceType,
 } from './resources.js';
+import { holdsWhatWasSent, mayHaveBeenCarriedOut } from './retried-create.js';
 import { Transport } from './transport.js';
 import { openWatch, type WatchEvent, type WatchOptions } from './watch.js';
 import { registerSecret } from '../log/redact.js';
@@ -131,6 +133,8 @@ export class KubeClient {
     contentType?: string;
     operation: string;
     timeoutMs?: number;
+    /** Called with each failure that is about to be retried. */
+    onRetry?: (err: unknown) => void;
   }): Promise<T> {
     const path = withQuery(req.path, req.query);
     const body =
@@ -152,6 +156,7 @@ export class KubeClient {
       } catch (err) {
         this.noteOutage(err);
         if (!this.isTransient(err) || attempt >= this.retry.attempts) throw err;
+        req.onRetry?.(err);
         await this.sleep(this.backoff(attempt, err as KubeError));
       }
     }
@@ -223,17 +228,36 @@ export class KubeClient {
     });
   }
 
-  create<T extends KubeObject>(type: ResourceType, obj: T, namespace = obj.metadata.namespace): Promise<T> {
+  /**
+   * Creates. When an earlier attempt may have been carried out although its answer was lost,
+   * an AlreadyExists for an object holding everything sent is that attempt's: it is returned
+   * as created (see retried-create.ts).
+   */
+  async create<T extends KubeObject>(
+    type: ResourceType,
+    obj: T,
+    namespace = obj.metadata.namespace,
+  ): Promise<T> {
     const at = namespace !== undefined ? { namespace } : {};
-    return this.call<T>({
-      method: 'POST',
-      path: resourcePath(type, at),
-      body: obj,
-      operation: describeOperation('create', type, {
-        ...at,
-        ...(obj.metadata.name ? { name: obj.metadata.name } : {}),
-      }),
-    });
+    const name = obj.metadata.name;
+    let maybeCreated = false;
+    try {
+      return await this.call<T>({
+        method: 'POST',
+        path: resourcePath(type, at),
+        body: obj,
+        operation: describeOperation('create', type, { ...at, ...(name ? { name } : {}) }),
+        onRetry: (err) => {
+          maybeCreated ||= mayHaveBeenCarriedOut(err);
+        },
+      });
+    } catch (err) {
+      if (!maybeCreated || !name || !isKubeError(err, 'AlreadyExists')) throw err;
+      const found = await this.find<T>(type, { ...at, name }).catch(() => undefined);
+      if (found && holdsWhatWasSent({ apiVersion: apiVersionOf(type), kind: type.kind, ...obj }, found))
+        return found;
+      throw err;
+    }
   }
 
   /** PUT with the object's resourceVersion: a Conflict means someone else changed it. */
