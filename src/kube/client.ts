@@ -162,7 +162,10 @@ export class KubeClient {
     }
   }
 
-  /** Remembers when the server was last unreachable or failing (see STARTUP_GRACE_MS). */
+  /**
+   * Remembers when the server was last unreachable or failing (see STARTUP_GRACE_MS); a watch
+   * whose connection broke mid-stream counts too.
+   */
   private noteOutage(err: unknown): void {
     if (err instanceof KubeError && (err.kind === 'Unreachable' || err.kind === 'ServerError')) {
       this.lastOutageAt = Date.now();
@@ -340,7 +343,9 @@ export class KubeClient {
       'WATCH',
       resourcePath(type, opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
     );
-    const watch = openWatch<T>(this.transport, type, opts, onEvent);
+    const watch = openWatch<T>(this.transport, type, opts, onEvent, () => {
+      this.lastOutageAt = Date.now();
+    });
     return {
       done: watch.done.catch((err: unknown) => {
         this.noteOutage(err);

@@ -185,7 +185,11 @@ describe('Informer', () => {
     const started = performance.now();
     await i.stop();
     assert.ok(performance.now() - started < 2_000);
-    assert.equal(server.watches().length, 1);
+    assert.equal(
+      server.watches().length,
+      2,
+      'the first short watch was re-opened at once, the second paused',
+    );
   });
 
   it('a first list refused for good fails start()', async () => {

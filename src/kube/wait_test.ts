@@ -185,6 +185,32 @@ describe('waitFor', () => {
     assert.equal(server.lists().length, watches, 'each failed watch is followed by a list');
   });
 
+  it('across a restart: the watch breaks, the new server refuses the credential while starting, the wait goes on', async () => {
+    let watches = 0;
+    let lists = 0;
+    script = (req, res) => {
+      if (req.query.get('watch') !== '1') {
+        lists++;
+        return answerJson(
+          res,
+          200,
+          secretList('10', [secret('s', '10', lists > 1 ? { ready: 'eWVz' } : {})]),
+        );
+      }
+      watches++;
+      if (watches === 1) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.write('\n');
+        return void setTimeout(() => res.socket?.destroy(), 20); // the old server exits
+      }
+      // The new one, before its authenticators have synced.
+      answerJson(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
+    };
+    const got = await waitFor(server.client(), spec());
+    assert.equal(got?.metadata.resourceVersion, '10');
+    assert.equal(lists, 2);
+  });
+
   it('fails at once on an error that is not transient', async () => {
     script = (_req, res) => answerJson(res, 403, status(403, 'Forbidden', 'User "u" cannot list secrets'));
     // A client that has seen no outage (after one, a 403 may be a server still starting).

@@ -4,6 +4,10 @@
 // that answers every watch and closes it at once would otherwise be re-opened thousands of
 // times a second. Failures back off exponentially with jitter up to a cap; a watch that
 // delivered events, or lasted, resets the count so a healthy stream resumes at once.
+// Unlike client-go, the first short watch after a healthy stretch is re-opened at once: a
+// server going away ends its watches, and it is the next request, refused, that tells the
+// client so (KubeClient then retries the 401s of a server still starting); after a pause that
+// request could land on the restarted server already, refusing the credential for good.
 
 export interface WatchBackoffPolicy {
   /** The pause after the first failure (jittered down to half of it). */
@@ -18,6 +22,7 @@ export const DEFAULT_WATCH_BACKOFF: WatchBackoffPolicy = { initialMs: 500, maxMs
 
 export class WatchBackoff {
   private failures = 0;
+  private shortInARow = 0;
   private readonly policy: WatchBackoffPolicy;
 
   constructor(
@@ -39,8 +44,10 @@ export class WatchBackoff {
   watchEnded(ranMs: number, events: number): number {
     if (events > 0 || ranMs >= this.policy.minWatchMs) {
       this.failures = 0;
+      this.shortInARow = 0;
       return 0;
     }
+    if (this.shortInARow++ === 0 && this.failures === 0) return 0;
     return this.failed();
   }
 

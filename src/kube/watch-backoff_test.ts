@@ -17,11 +17,18 @@ describe('WatchBackoff', () => {
     );
   });
 
-  it('a watch that ends sooner than minWatchMs without events is a failure', () => {
+  it('a watch that ends sooner than minWatchMs without events is a failure, from the second in a row', () => {
     const b = new WatchBackoff({ initialMs: 500, minWatchMs: 1_000 }, () => 1);
+    assert.equal(b.watchEnded(3, 0), 0, 'the first is re-opened at once: it may be a server going away');
     assert.equal(b.watchEnded(3, 0), 500);
     assert.equal(b.watchEnded(999, 0), 1_000);
     assert.equal(b.failureCount, 2);
+  });
+
+  it('after a failure, a short watch backs off at once', () => {
+    const b = new WatchBackoff({ initialMs: 500, minWatchMs: 1_000 }, () => 1);
+    assert.equal(b.failed(), 500);
+    assert.equal(b.watchEnded(3, 0), 1_000);
   });
 
   it('a watch with events, or one that lasted, resumes at once and forgets the failures', () => {
@@ -33,6 +40,7 @@ describe('WatchBackoff', () => {
     assert.equal(b.failed(), 500, 'the next failure starts over');
     assert.equal(b.watchEnded(1_000, 0), 0);
     assert.equal(b.failureCount, 0);
+    assert.equal(b.watchEnded(3, 0), 0, 'and a short watch is again re-opened once at once');
   });
 
   it('never overflows however many failures', () => {

@@ -39,6 +39,8 @@ export function openWatch<T extends KubeObject>(
   type: ResourceType,
   opts: WatchOptions,
   onEvent: (event: WatchEvent<T>) => void,
+  /** The connection broke mid-stream (the server went away): the watch still ends normally. */
+  onBroken: () => void = () => undefined,
 ): { done: Promise<void>; stop: () => void } {
   const at = opts.namespace !== undefined ? { namespace: opts.namespace } : {};
   const operation = describeOperation('watch', type, at);
@@ -124,7 +126,11 @@ export function openWatch<T extends KubeObject>(
         }
       });
       response.on('end', () => finish());
-      response.on('error', () => finish()); // a broken stream is an ordinary end: the caller resumes
+      // A broken stream is an ordinary end (the caller resumes), and news of the server.
+      response.on('error', () => {
+        if (!stopped) onBroken();
+        finish();
+      });
     });
   })();
 

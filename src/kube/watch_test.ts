@@ -157,6 +157,31 @@ describe('watch', () => {
     assert.ok(written < 16 * 1024 * 1024, `the client stopped reading (${written} bytes written)`);
   });
 
+  it('a stream broken mid-way is an ordinary end, and news of an outage (a 401 next is retried)', async () => {
+    script = (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write(watchLine('ADDED', secret('a', '11')));
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    const refused = new KubeError('CredentialRejected', 'get secrets', 'get secrets: Unauthorized');
+    const fresh = server.client();
+    assert.equal(fresh.isTransient(refused), false);
+    const w = fresh.watch<KubeObject>(Resources.secret, { namespace: 'default' }, () => undefined);
+    assert.equal(await outcome(w.done, 10_000), 'ended');
+    assert.equal(fresh.isTransient(refused), true);
+  });
+
+  it('a stream the server ends cleanly is no news of an outage', async () => {
+    script = (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(watchLine('ADDED', secret('a', '11')));
+    };
+    const fresh = server.client();
+    const w = fresh.watch<KubeObject>(Resources.secret, { namespace: 'default' }, () => undefined);
+    assert.equal(await outcome(w.done, 10_000), 'ended');
+    assert.equal(fresh.isTransient(new KubeError('CredentialRejected', 'op', 'op: refused')), false);
+  });
+
   it('stop() ends a watch at once, and its error answer is not reported', async () => {
     script = (_req, res) => {
       res.writeHead(500, { 'Content-Type': 'application/json' });
