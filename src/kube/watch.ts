@@ -84,20 +84,23 @@ export function openWatch<T extends KubeObject>(
       let idle = setTimeout(onIdle, idleMs);
       const lifetime = setTimeout(onIdle, timeoutSeconds * 1000 + STREAM_GRACE_MS);
       function onIdle(): void {
-        abort();
-        finish();
+        end();
       }
       let buffered = '';
+      let settled = false;
       const finish = (err?: Error): void => {
+        settled = true;
         clearTimeout(idle);
         clearTimeout(lifetime);
         if (err && !stopped) reject(err);
         else resolve();
       };
-      controller.signal.addEventListener('abort', () => {
+      /** Ends the stream from this side (settled first: the broken socket that follows is ours). */
+      const end = (err?: Error): void => {
+        finish(err);
         abort();
-        finish();
-      });
+      };
+      controller.signal.addEventListener('abort', () => end());
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => {
         clearTimeout(idle);
@@ -114,21 +117,19 @@ export function openWatch<T extends KubeObject>(
           try {
             handleLine(line);
           } catch (err) {
-            abort();
-            finish(err instanceof Error ? err : new Error(String(err)));
+            end(err instanceof Error ? err : new Error(String(err)));
             return;
           }
         }
         buffered += chunk.slice(start);
         if (buffered.length > MAX_LINE_BYTES) {
-          abort();
-          finish(new KubeError('Unknown', operation, `${operation}: watch event larger than 16 MiB`));
+          end(new KubeError('Unknown', operation, `${operation}: watch event larger than 16 MiB`));
         }
       });
       response.on('end', () => finish());
       // A broken stream is an ordinary end (the caller resumes), and news of the server.
       response.on('error', () => {
-        if (!stopped) onBroken();
+        if (!settled && !stopped) onBroken();
         finish();
       });
     });

@@ -110,9 +110,18 @@ describe('watch', () => {
       res.write('\n'); // headers flushed, then nothing
     };
     const started = performance.now();
-    const w = watchSecrets({ idleTimeoutMs: 200 });
+    const fresh = server.client();
+    const w = fresh.watch<KubeObject>(
+      Resources.secret,
+      { namespace: 'default', idleTimeoutMs: 200 },
+      () => undefined,
+    );
     assert.equal(await outcome(w.done, 10_000), 'ended');
     assert.ok(performance.now() - started >= 190, 'not before the idle timeout');
+    // The socket this side closed reports its end a moment later: give it that moment.
+    await new Promise((r) => setTimeout(r, 50));
+    const refused = new KubeError('CredentialRejected', 'op', 'op: refused');
+    assert.equal(fresh.isTransient(refused), false, 'ended here: no news of an outage');
   });
 
   it('a line larger than 16 MiB ends the watch with an error instead of filling memory', async () => {
