@@ -260,10 +260,12 @@ describe('the controller image run as the chart’s Deployment runs it', { timeo
     for (const m of machines)
       assert.equal((await machineAnnotations(m.name))[HOOK], undefined, `${m.name}: no hook`);
     // Its Lease taken, the leader stops (and exits, for the Deployment to restart it).
+    let timer: NodeJS.Timeout | undefined;
     const exit = await Promise.race([
       controller?.exited,
-      new Promise((r) => setTimeout(() => r('still running'), 60_000)),
+      new Promise((r) => (timer = setTimeout(() => r('still running'), 60_000))),
     ]);
+    clearTimeout(timer);
     assert.equal(exit, 1, 'the controller exits once its Lease is gone');
     const lease = await s.rancher.admin.get<KubeObject & { spec?: { holderIdentity?: string } }>(
       Resources.lease,
