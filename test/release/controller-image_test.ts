@@ -1,18 +1,23 @@
-// The released controller image run as the chart's Deployment would run it: `podman load` of
-// the OCI archive, `podman run` with the rendered Deployment's env, args, user and security
-// context (read-only root, capabilities dropped, /tmp its emptyDir), the ServiceAccount's
-// TokenRequest token, CA and namespace at the in-cluster path, KUBERNETES_SERVICE_HOST/PORT
-// at the sandbox's Rancher apiserver on 127.0.0.1 (host network). Then a guest cluster is
-// deleted through the sandbox's Rancher stand-ins with the real driver's Remove as the rm
-// job: every VM must carry the whole-cluster annotation when its job starts, and every hook
-// must be released. Last, the rendered pre-delete Job runs the same way and removes every
-// hook, and the controller, its Lease taken, stops.
+// The released controller, installed as an operator installs it: `helm install` of the
+// packaged chart into the sandbox's Rancher apiserver, `podman load` of the OCI archive, and
+// the installed Deployment's pod run with `podman run` as a kubelet would run it (its env,
+// args, user and security context: read-only root, capabilities dropped, /tmp its emptyDir;
+// the ServiceAccount's TokenRequest token, CA and namespace at the in-cluster path;
+// KUBERNETES_SERVICE_HOST/PORT at the apiserver on 127.0.0.1, host network). A guest cluster
+// deleted through the sandbox's Rancher stand-ins, with the real driver's Remove as the rm
+// job, must have every VM annotated when its job starts and every hook released. Then
+// `helm upgrade`, and `helm uninstall`, whose pre-delete Job (run the same way: the sandbox
+// has no kubelet and no Job controller, so the test plays both) removes every hook before
+// the release goes.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import { hookAnnotation, Reasons } from '../../src/controller/constants.js';
 import { rancherInstanceName } from '../../src/controller/rancher-names.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { freePort } from '../../sandbox/control-plane/ports.js';
 import { serviceAccountToken } from '../../sandbox/control-plane/service-account-token.js';
@@ -24,7 +29,7 @@ import {
 } from '../../sandbox/rancher/guest-cluster.js';
 import { driverRemovalJob } from '../../sandbox/rancher/removal-job.js';
 import { releaseArtifacts, type ReleaseArtifacts } from '../../sandbox/release/artifacts.js';
-import { applyServerSide, renderChart } from '../../sandbox/release/helm.js';
+import { helm } from '../../sandbox/release/helm.js';
 import { loadImage, runAsPod, type PodSpec, type RunningContainer } from '../../sandbox/release/podman.js';
 import { recordOutput } from '../../sandbox/secret-ledger.js';
 import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
@@ -37,8 +42,21 @@ const RELEASE = 'hmc';
 const HOOK = hookAnnotation('harvester-machine-cleanup');
 
 interface Workload extends KubeObject {
-  spec: { template: { spec: PodSpec & { containers: Array<{ image: string }> } } };
+  spec: {
+    template: {
+      spec: PodSpec & { containers: Array<{ image: string; env?: Array<{ name: string; value?: string }> }> };
+    };
+  };
+  status?: Record<string, unknown>;
 }
+const DEPLOYMENT: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'deployments',
+  kind: 'Deployment',
+  namespaced: true,
+};
+const JOB: ResourceType = { group: 'batch', version: 'v1', plural: 'jobs', kind: 'Job', namespaced: true };
 
 let sandbox: Sandbox | undefined;
 let standIn: CapiStandIn | undefined;
@@ -46,7 +64,8 @@ let controller: RunningContainer | undefined;
 let metricsPort = 0;
 let artifacts: ReleaseArtifacts;
 let imageId = '';
-let job: Workload;
+let helmDir = '';
+const helmArgs = (): string[] => ['--kubeconfig', path.join(helmDir, 'kubeconfig'), '--namespace', SYSTEM_NS];
 const observations: Array<{ machine: string; annotation: string | undefined }> = [];
 
 const sbx = (): Sandbox => {
@@ -77,14 +96,22 @@ before(async () => {
       kind: 'Namespace',
       metadata: { name },
     });
-  const objects = await renderChart(artifacts.chart, {
-    release: RELEASE,
-    namespace: SYSTEM_NS,
-    values: { watchNamespaces: [NS], probeInterval: '1m' },
-  });
-  await applyServerSide(rancher.admin, objects);
-  const deployment = objects.find((o) => o.kind === 'Deployment') as Workload;
-  job = objects.find((o) => o.kind === 'Job') as Workload;
+  // As an operator installs it (values as a file, the kubeconfig of Rancher's local cluster).
+  helmDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-helm-'));
+  fs.writeFileSync(path.join(helmDir, 'kubeconfig'), rancher.adminKubeconfig, { mode: 0o600 });
+  fs.writeFileSync(
+    path.join(helmDir, 'values.json'),
+    JSON.stringify({ watchNamespaces: [NS], probeInterval: '1m' }),
+  );
+  await helm([
+    'install',
+    RELEASE,
+    artifacts.chart,
+    ...helmArgs(),
+    '--values',
+    path.join(helmDir, 'values.json'),
+  ]);
+  const deployment = await rancher.admin.get<Workload>(DEPLOYMENT, { namespace: SYSTEM_NS, name: RELEASE });
   assert.equal(
     deployment.spec.template.spec.containers[0]?.image,
     `harvester-machine/controller:${artifacts.version}`,
@@ -130,6 +157,7 @@ before(async () => {
   });
 });
 after(async () => {
+  if (helmDir) fs.rmSync(helmDir, { recursive: true, force: true });
   await controller?.stop();
   if (controller) recordOutput('controller container', controller.output());
   await standIn?.stop();
@@ -239,27 +267,64 @@ describe('the controller image run as the chart’s Deployment runs it', { timeo
     });
   });
 
-  it('the pre-delete Job’s command removes every hook, and the controller stops adding them', async () => {
+  it('helm upgrade changes the installed Deployment and runs no hook', async () => {
+    await helm([
+      'upgrade',
+      RELEASE,
+      artifacts.chart,
+      ...helmArgs(),
+      '--reuse-values',
+      '--set',
+      'logLevel=debug',
+    ]);
+    const deployment = await sbx().rancher.admin.get<Workload>(DEPLOYMENT, {
+      namespace: SYSTEM_NS,
+      name: RELEASE,
+    });
+    const env = deployment.spec.template.spec.containers[0]?.env ?? [];
+    assert.equal(env.find((e) => e.name === 'LOG_LEVEL')?.value, 'debug');
+    assert.equal(env.find((e) => e.name === 'WATCH_NAMESPACES')?.value, NS, 'values reused');
+    const jobs = await sbx().rancher.admin.list<KubeObject>(JOB, { namespace: SYSTEM_NS });
+    assert.deepEqual(jobs.items, [], 'the remove-hooks Job runs on uninstall only');
+  });
+
+  it('helm uninstall runs the pre-delete Job first: it removes every hook and the controller stops, then the release goes', async () => {
     const s = sbx();
     const machines = await guestCluster('img-b', 2);
     await waitHooks(machines);
-    const hookJob = runAsPod({
+    const uninstall = helm(['uninstall', RELEASE, ...helmArgs(), '--timeout', '5m']);
+    // The Job controller and the kubelet, played: the Job's pod under podman, then its status.
+    const job = await waitFor<Workload>(s.rancher.admin, {
+      type: JOB,
+      namespace: SYSTEM_NS,
+      name: `${RELEASE}-remove-hooks`,
+      timeoutMs: 60_000,
+      description: 'helm to create the pre-delete Job',
+      until: (o) => o !== undefined,
+    });
+    assert.ok(job);
+    assert.equal(job.metadata.annotations?.['helm.sh/hook'], 'pre-delete');
+    assert.ok(
+      await s.rancher.admin.find(DEPLOYMENT, { namespace: SYSTEM_NS, name: RELEASE }),
+      'the controller is still installed while the Job runs',
+    );
+    const hookPod = runAsPod({
       imageId,
       pod: job.spec.template.spec,
       podMeta: { name: `${RELEASE}-remove-hooks-k8x2p`, namespace: SYSTEM_NS },
       serviceAccount: await serviceAccount(),
       apiserver: apiserver(),
     });
-    const code = await hookJob.exited;
-    recordOutput('remove-hooks container', hookJob.output());
-    assert.equal(code, 0, hookJob.output());
+    const code = await hookPod.exited;
+    recordOutput('remove-hooks container', hookPod.output());
+    assert.equal(code, 0, hookPod.output());
     assert.match(
-      hookJob.output(),
+      hookPod.output(),
       /removed 2 pre-terminate hook\(s\) harvester-machine-cleanup in fleet-image/,
     );
     for (const m of machines)
       assert.equal((await machineAnnotations(m.name))[HOOK], undefined, `${m.name}: no hook`);
-    // Its Lease taken, the leader stops (and exits, for the Deployment to restart it).
+    // Its Lease taken, the leader has stopped (and exited, for the Deployment to restart it).
     let timer: NodeJS.Timeout | undefined;
     const exit = await Promise.race([
       controller?.exited,
@@ -275,6 +340,36 @@ describe('the controller image run as the chart’s Deployment runs it', { timeo
       },
     );
     assert.match(lease.spec?.holderIdentity ?? '', /^remove-hooks\//);
+
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const condition = (type: string): Record<string, string> => ({
+      type,
+      status: 'True',
+      lastTransitionTime: now,
+    });
+    const current = await s.rancher.admin.get<Workload>(JOB, {
+      namespace: SYSTEM_NS,
+      name: job.metadata.name ?? '',
+    });
+    await s.rancher.admin.update<Workload>(
+      JOB,
+      {
+        ...current,
+        status: {
+          startTime: now,
+          completionTime: now,
+          succeeded: 1,
+          conditions: [condition('SuccessCriteriaMet'), condition('Complete')],
+        },
+      },
+      'status',
+    );
+    await uninstall;
+    assert.equal(await s.rancher.admin.find(DEPLOYMENT, { namespace: SYSTEM_NS, name: RELEASE }), undefined);
+    assert.equal(
+      await s.rancher.admin.find(Resources.serviceAccount, { namespace: SYSTEM_NS, name: RELEASE }),
+      undefined,
+    );
     for (const m of machines)
       assert.equal((await machineAnnotations(m.name))[HOOK], undefined, `${m.name}: none added back`);
   });
