@@ -22,7 +22,9 @@ const tmp = tempRoot('hm-release');
 const BARE_ENV = { PATH: '/nonexistent', HOME: '/nonexistent' };
 
 async function tarList(archive: string, ...flags: string[]): Promise<string[]> {
-  const { stdout } = await exec('tar', [...flags, '--numeric-owner', '-tvf', archive], { maxBuffer: 1 << 24 });
+  const { stdout } = await exec('tar', [...flags, '--numeric-owner', '-tvf', archive], {
+    maxBuffer: 1 << 24,
+  });
   return stdout.trim().split('\n');
 }
 async function tarRead(archive: string, member: string): Promise<string> {
@@ -47,7 +49,9 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     const at = bytes.length - 100;
     bytes[at] = (bytes[at] ?? 0) ^ 0xff;
     fs.writeFileSync(path.join(dir, path.basename(r.driverTarball)), bytes);
-    await assert.rejects(exec('sha256sum', ['--check', '--strict', path.basename(r.driverChecksum)], { cwd: dir }));
+    await assert.rejects(
+      exec('sha256sum', ['--check', '--strict', path.basename(r.driverChecksum)], { cwd: dir }),
+    );
   });
 
   it('holds exactly the executable docker-machine-driver-harvester at its root, reproducibly packed', async () => {
@@ -57,7 +61,11 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.equal(mode, '-rwxr-xr-x');
     assert.equal(owner, '0/0');
     assert.equal(name, 'docker-machine-driver-harvester');
-    assert.equal(new Date(`${date}T${time}Z`).getTime() / 1000, r.sourceDateEpoch, 'mtime is SOURCE_DATE_EPOCH');
+    assert.equal(
+      new Date(`${date}T${time}Z`).getTime() / 1000,
+      r.sourceDateEpoch,
+      'mtime is SOURCE_DATE_EPOCH',
+    );
     // gzip -n: no name and no time stamp in the gzip header.
     const header = fs.readFileSync(r.driverTarball).subarray(0, 10);
     assert.equal((header[3] ?? 0) & 0x08, 0, 'no file name');
@@ -67,7 +75,11 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
   it('the executable in it answers the plugin handshake with no Node on PATH, and is the laptop executable', async () => {
     await exec('tar', ['-xzf', r.driverTarball, '-C', tmp.dir]);
     const exe = path.join(tmp.dir, 'docker-machine-driver-harvester');
-    assert.deepEqual(fs.readFileSync(exe), fs.readFileSync(r.executable), 'harvester-machine-linux-amd64 is the same file');
+    assert.deepEqual(
+      fs.readFileSync(exe),
+      fs.readFileSync(r.executable),
+      'harvester-machine-linux-amd64 is the same file',
+    );
     const plugin = await startPlugin(exe, ['rancher-machine', 'create', '-d', 'harvester', 'm1'], {
       ...BARE_ENV,
       ...PLUGIN_ENV,
@@ -127,10 +139,13 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.ok('org.opencontainers.image.source' in labels);
 
     const layer = path.join(tmp.dir, 'layer.tar.gz');
-    fs.writeFileSync(layer, await exec('tar', ['-xOf', r.image, `./blobs/sha256/${manifest.layers[0]?.digest.slice(7)}`], {
-      encoding: 'buffer',
-      maxBuffer: 1 << 30,
-    }).then((o) => o.stdout));
+    fs.writeFileSync(
+      layer,
+      await exec('tar', ['-xOf', r.image, `./blobs/sha256/${manifest.layers[0]?.digest.slice(7)}`], {
+        encoding: 'buffer',
+        maxBuffer: 1 << 30,
+      }).then((o) => o.stdout),
+    );
     const files = (await tarList(layer, '-z'))
       .filter((l) => !l.startsWith('d'))
       .map((l) => l.split(/\s+/).slice(5).join(' '));
@@ -159,14 +174,38 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     ].sort();
     assert.deepEqual(files.sort(), expected);
     if (linked.length > 0) assert.deepEqual(listed.map((l) => l.split(' ')[0]?.slice(1)).sort(), linked);
-    for (const l of listed) assert.doesNotMatch(l, /unknown/, `${l}: every library comes from a Debian package`);
+    for (const l of listed)
+      assert.doesNotMatch(l, /unknown/, `${l}: every library comes from a Debian package`);
     const tmpEntry = (await tarList(layer, '-z')).find((l) => / tmp\/?$/.test(l));
     assert.match(tmpEntry ?? '', /^drwxrwxrwt 0\/0/, '/tmp is the writable directory (1777)');
-    assert.match(fs.readFileSync(path.join(root, 'etc/ssl/certs/ca-certificates.crt'), 'utf8'), /BEGIN CERTIFICATE/);
+    assert.match(
+      fs.readFileSync(path.join(root, 'etc/ssl/certs/ca-certificates.crt'), 'utf8'),
+      /BEGIN CERTIFICATE/,
+    );
+  });
+
+  it('skopeo reads the image archive (as `skopeo copy oci-archive:… docker://…` does) and keeps its digest', async () => {
+    const index = JSON.parse(await tarRead(r.image, './index.json')) as {
+      manifests: Array<{ digest: string }>;
+    };
+    const inspect = JSON.parse(
+      (await exec('skopeo', ['inspect', `oci-archive:${r.image}`], { maxBuffer: 1 << 24 })).stdout,
+    ) as { Digest: string; Labels: Record<string, string> };
+    assert.equal(inspect.Digest, index.manifests[0]?.digest);
+    assert.equal(inspect.Labels['org.opencontainers.image.version'], r.version);
+    const layout = path.join(tmp.dir, 'copied');
+    await exec('skopeo', ['copy', '--quiet', `oci-archive:${r.image}`, `oci:${layout}:${r.version}`]);
+    const copied = JSON.parse(fs.readFileSync(path.join(layout, 'index.json'), 'utf8')) as {
+      manifests: Array<{ digest: string }>;
+    };
+    assert.equal(copied.manifests[0]?.digest, index.manifests[0]?.digest, 'copied without a change');
   });
 
   it('the packaged chart is the release version, its image that archive', async () => {
-    const chartYaml = parse(await tarRead(r.chart, 'harvester-machine-controller/Chart.yaml')) as Record<string, string>;
+    const chartYaml = parse(await tarRead(r.chart, 'harvester-machine-controller/Chart.yaml')) as Record<
+      string,
+      string
+    >;
     assert.equal(chartYaml.version, r.version);
     assert.equal(chartYaml.appVersion, r.version);
     const values = parse(await tarRead(r.chart, 'harvester-machine-controller/values.yaml')) as {
@@ -175,6 +214,9 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.equal(values.image.repository, 'harvester-machine/controller');
     assert.equal(values.image.tag || chartYaml.appVersion, r.version);
     const entries = await tarList(r.chart, '-z', '--full-time');
-    assert.ok(entries.every((e) => e.includes(' 0/0 ')), 'fixed owners');
+    assert.ok(
+      entries.every((e) => e.includes(' 0/0 ')),
+      'fixed owners',
+    );
   });
 });
