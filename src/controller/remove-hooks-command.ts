@@ -14,7 +14,7 @@ import {
   USAGE,
 } from './config.js';
 import { EventRecorder } from './events.js';
-import { removeHooks } from './remove-hooks.js';
+import { HOLDER_PREFIX, removeHooks } from './remove-hooks.js';
 
 export const REMOVE_HOOKS_COMMAND = 'remove-hooks';
 const DEFAULT_HOLD = '5m';
@@ -79,7 +79,7 @@ export async function removeHooksCommand(
       ? fs.readFileSync(config.kubeconfigPath, 'utf8')
       : inClusterKubeconfig(env);
     client = KubeClient.fromKubeconfig(kubeconfig);
-    const identity = `${REMOVE_HOOKS_COMMAND}/${config.identity}`;
+    const identity = `${HOLDER_PREFIX}${config.identity}`;
     const result = await removeHooks({
       client,
       logger,

@@ -30,6 +30,17 @@ export interface RemoveHooksResult {
   releasedWhileDeleting: string[];
 }
 
+/** Lease holder identities of this command: `remove-hooks/<pod or host>`. */
+export const HOLDER_PREFIX = 'remove-hooks/';
+
+/**
+ * Whether the Lease was taken from a replica that may still act. Not when it was held by an
+ * earlier run of this command (a retried Job): that one adds no hooks.
+ */
+export function mustWaitForPreviousHolder(previousHolder: string): boolean {
+  return previousHolder !== '' && !previousHolder.startsWith(HOLDER_PREFIX);
+}
+
 /** The Machines still carrying the hook (pure). */
 export function machinesWithHook(machines: CapiMachine[], hookName: string): CapiMachine[] {
   const key = hookAnnotation(hookName);
@@ -44,7 +55,7 @@ export async function removeHooks(opts: RemoveHooksOptions): Promise<RemoveHooks
   const { client, logger } = opts;
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const hold = await holdLease(client, opts.lease);
-  if (hold.previousHolder) {
+  if (mustWaitForPreviousHolder(hold.previousHolder)) {
     const waitMs = hold.previousHolderMayActMs + SETTLE_MS;
     logger.info('took the Lease from the leader; waiting until it has stopped', {
       lease: `${opts.lease.namespace}/${opts.lease.name}`,

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { hookAnnotation } from './constants.js';
 import { removeHooksCommand } from './remove-hooks-command.js';
-import { machinesWithHook } from './remove-hooks.js';
+import { machinesWithHook, mustWaitForPreviousHolder } from './remove-hooks.js';
 import type { CapiMachine } from './types.js';
 
 const machine = (name: string, annotations: Record<string, string>): CapiMachine => ({
@@ -40,6 +40,12 @@ describe('remove-hooks', () => {
     );
   });
 
+  it('waits for a replica it took the Lease from, not for an earlier run of itself (a retried Job)', () => {
+    assert.equal(mustWaitForPreviousHolder('harvester-machine-controller-7d9f8b6c5-x2v9q'), true);
+    assert.equal(mustWaitForPreviousHolder('remove-hooks/hmc-remove-hooks-k8x2p'), false);
+    assert.equal(mustWaitForPreviousHolder(''), false);
+  });
+
   it('refuses a bad --hold or an unknown flag with exit 2, naming it, before talking to any cluster', async () => {
     for (const [argv, pattern] of [
       [['--hold', 'soon'], /^--hold: "soon" is not a duration/],
@@ -71,6 +77,9 @@ describe('remove-hooks', () => {
     const stderr = capture();
     const code = await removeHooksCommand([], {}, { stdout: stdout.stream, stderr: stderr.stream });
     assert.equal(code, 1);
-    assert.match(stderr.text(), /KUBERNETES_SERVICE_HOST is unset\): pass --kubeconfig or RANCHER_KUBECONFIG/);
+    assert.match(
+      stderr.text(),
+      /KUBERNETES_SERVICE_HOST is unset\): pass --kubeconfig or RANCHER_KUBECONFIG/,
+    );
   });
 });
