@@ -48,9 +48,10 @@ app.kubernetes.io/component: controller
 {{- end }}
 {{- end -}}
 
-{{/* The controller writes nothing but temporary files: /tmp is its only writable path. */}}
+{{/* /tmp is the only writable path (the root file system is read-only). On disk, not in
+memory, and roomy: a self-contained executable may unpack its runtime there once. */}}
 {{- define "hmc.tmpVolume" -}}
 volumes:
   - name: tmp
-    emptyDir: { medium: Memory, sizeLimit: 64Mi }
+    emptyDir: { sizeLimit: 512Mi }
 {{- end -}}
