@@ -41,7 +41,12 @@ export function releaseInputHash(root = repoRoot()): string {
   listFiles(root, 'deploy/helm/harvester-machine-controller', files);
   files.sort();
   const hash = createHash('sha256').update(pluginSourceHash(root));
-  for (const rel of files) hash.update(rel).update('\0').update(fs.readFileSync(path.join(root, rel))).update('\0');
+  for (const rel of files)
+    hash
+      .update(rel)
+      .update('\0')
+      .update(fs.readFileSync(path.join(root, rel)))
+      .update('\0');
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -60,10 +65,14 @@ export async function controllerExecutable(): Promise<string> {
     () => fs.existsSync(binary),
     async () => {
       fs.mkdirSync(dir, { recursive: true });
-      await run('bash', ['scripts/build-executable.sh', 'src/controller/executable-entry.ts', `${binary}.partial`], {
-        cwd: root,
-        maxBuffer: 16 * 1024 * 1024,
-      }).catch((err: { stderr?: string; message: string }) => {
+      await run(
+        'bash',
+        ['scripts/build-executable.sh', 'src/controller/executable-entry.ts', `${binary}.partial`],
+        {
+          cwd: root,
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      ).catch((err: { stderr?: string; message: string }) => {
         fs.rmSync(dir, { recursive: true, force: true });
         throw new Error(`building the controller executable failed: ${err.stderr?.trim() || err.message}`);
       });
@@ -76,8 +85,9 @@ export async function controllerExecutable(): Promise<string> {
 const TEST_EPOCH = 1_700_000_000;
 
 function describe(dir: string, revision: string, sourceDateEpoch: number): ReleaseArtifacts {
-  const version = (JSON.parse(fs.readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')) as { version: string })
-    .version;
+  const version = (
+    JSON.parse(fs.readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')) as { version: string }
+  ).version;
   return {
     dir,
     version,
@@ -102,7 +112,9 @@ export function releaseArtifacts(): Promise<ReleaseArtifacts> {
 async function locate(): Promise<ReleaseArtifacts> {
   const given = process.env.HARVESTER_RELEASE_DIR;
   if (given) {
-    const { stdout } = await run('git', ['rev-parse', 'HEAD'], { cwd: repoRoot() }).catch(() => ({ stdout: '' }));
+    const { stdout } = await run('git', ['rev-parse', 'HEAD'], { cwd: repoRoot() }).catch(() => ({
+      stdout: '',
+    }));
     return describe(path.resolve(given), stdout.trim(), Number(process.env.SOURCE_DATE_EPOCH ?? 0));
   }
   const root = repoRoot();

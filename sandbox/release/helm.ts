@@ -27,8 +27,12 @@ export function helmBinary(): Promise<string> {
 export async function helm(args: string[]): Promise<string> {
   const bin = await helmBinary();
   try {
-    return (await run(bin, args, { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, HELM_CACHE_HOME: os.tmpdir() } }))
-      .stdout;
+    return (
+      await run(bin, args, {
+        maxBuffer: 16 * 1024 * 1024,
+        env: { ...process.env, HELM_CACHE_HOME: os.tmpdir() },
+      })
+    ).stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     throw new Error(`helm ${args[0] ?? ''} failed: ${e.stderr?.trim() || e.message}`, { cause: err });
@@ -61,9 +65,21 @@ export async function renderChart(chart: string, opts: RenderOptions): Promise<K
 
 /** The kinds the chart renders. */
 const KINDS: Record<string, ResourceType> = {
-  ServiceAccount: { group: '', version: 'v1', plural: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true },
+  ServiceAccount: {
+    group: '',
+    version: 'v1',
+    plural: 'serviceaccounts',
+    kind: 'ServiceAccount',
+    namespaced: true,
+  },
   Service: { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true },
-  ClusterRole: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterroles', kind: 'ClusterRole', namespaced: false },
+  ClusterRole: {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'clusterroles',
+    kind: 'ClusterRole',
+    namespaced: false,
+  },
   ClusterRoleBinding: {
     group: 'rbac.authorization.k8s.io',
     version: 'v1',
@@ -71,8 +87,20 @@ const KINDS: Record<string, ResourceType> = {
     kind: 'ClusterRoleBinding',
     namespaced: false,
   },
-  Role: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'roles', kind: 'Role', namespaced: true },
-  RoleBinding: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true },
+  Role: {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'roles',
+    kind: 'Role',
+    namespaced: true,
+  },
+  RoleBinding: {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'rolebindings',
+    kind: 'RoleBinding',
+    namespaced: true,
+  },
   Deployment: { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true },
   Job: { group: 'batch', version: 'v1', plural: 'jobs', kind: 'Job', namespaced: true },
   PodDisruptionBudget: {
@@ -82,12 +110,19 @@ const KINDS: Record<string, ResourceType> = {
     kind: 'PodDisruptionBudget',
     namespaced: true,
   },
-  ServiceMonitor: { group: 'monitoring.coreos.com', version: 'v1', plural: 'servicemonitors', kind: 'ServiceMonitor', namespaced: true },
+  ServiceMonitor: {
+    group: 'monitoring.coreos.com',
+    version: 'v1',
+    plural: 'servicemonitors',
+    kind: 'ServiceMonitor',
+    namespaced: true,
+  },
 };
 
 export function resourceTypeOf(obj: KubeObject): ResourceType {
   const type = KINDS[obj.kind ?? ''];
-  if (!type) throw new Error(`the chart rendered a ${obj.kind ?? 'kindless object'} this helper does not know`);
+  if (!type)
+    throw new Error(`the chart rendered a ${obj.kind ?? 'kindless object'} this helper does not know`);
   return type;
 }
 

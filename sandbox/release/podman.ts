@@ -18,7 +18,10 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
 
 export function podmanGlobalArgs(): string[] {
   const root = path.join(cacheRoot(), 'podman');
-  const runRoot = path.join(process.env.XDG_RUNTIME_DIR ?? os.tmpdir(), `harvester-machine-podman-${process.getuid?.() ?? 0}`);
+  const runRoot = path.join(
+    process.env.XDG_RUNTIME_DIR ?? os.tmpdir(),
+    `harvester-machine-podman-${process.getuid?.() ?? 0}`,
+  );
   return [
     '--root',
     path.join(root, 'storage'),
@@ -220,7 +223,9 @@ export function runAsPod(opts: RunAsPodOptions): RunningContainer {
   }
   fs.chownSync(saDir, uid, gid);
   const argv = podmanRunArgs({ ...opts, name, saDir });
-  const child: ChildProcess = spawn('podman', [...podmanGlobalArgs(), ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn('podman', [...podmanGlobalArgs(), ...argv], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (output += d));
