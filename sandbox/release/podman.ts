@@ -66,7 +66,12 @@ export async function loadImage(archive: string): Promise<string> {
     () => true,
     () => false,
   );
-  if (!exists) await podman(['load', '--quiet', '--input', archive]);
+  if (!exists) {
+    await podman(['load', '--quiet', '--input', archive]);
+    // Images of older sources (their tag moved to this one) are 136 MB each: drop those
+    // unused for an hour, so that another checkout's run of its own image is never hit.
+    await podman(['image', 'prune', '--force', '--filter', 'until=1h']).catch(() => undefined);
+  }
   return id;
 }
 
