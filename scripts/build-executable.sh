@@ -41,10 +41,13 @@ npx esbuild "$entry" --bundle --platform=node --format=cjs --target=node24 \
   --external:bufferutil --external:utf-8-validate --legal-comments=none --log-level=warning \
   --define:process.env.HM_BUNDLED='"1"' --outfile="$work/bundle.cjs" \
   || fail "step 'bundle $entry': esbuild failed (see above)"
+# Reproducible: V8's code cache embeds the script's path (so it is relative, in the work
+# dir) and values drawn from its random seed (fixed for this build step only; it is not a
+# runtime flag, so the cache is still accepted at run time).
 cat >"$work/sea-config.json" <<JSON
-{ "main": "$work/bundle.cjs", "output": "$work/sea.blob", "disableExperimentalSEAWarning": true, "useCodeCache": true }
+{ "main": "bundle.cjs", "output": "sea.blob", "disableExperimentalSEAWarning": true, "useCodeCache": true }
 JSON
-"$node_bin" --experimental-sea-config "$work/sea-config.json" >"$work/sea.log" 2>&1 \
+(cd "$work" && "$node_bin" --random-seed=1 --experimental-sea-config sea-config.json) >"$work/sea.log" 2>&1 \
   || { cat "$work/sea.log" >&2; fail "step 'make the SEA blob' with Node $NODE_LTS_VERSION failed"; }
 mkdir -p "$(dirname "$output")"
 cp "$node_bin" "$work/exe"

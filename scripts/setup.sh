@@ -36,6 +36,10 @@ bin_dir="$(bash sandbox/control-plane/build-binaries.sh)"
 echo "control-plane build: $(elapsed "$t") s ($bin_dir)"
 
 t=$(seconds)
+bash scripts/setup-release-tools.sh >/dev/null
+say "release tools (buildah, podman, runc, skopeo, helm) ready in $(elapsed "$t") s"
+
+t=$(seconds)
 rm -rf dist
 npx tsc -p . || { say "step 'compile TypeScript' failed: see the errors above"; exit 1; }
 say "compiled in $(elapsed "$t") s"

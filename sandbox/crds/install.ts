@@ -15,7 +15,7 @@ interface Crd extends KubeObject {
 
 export type CrdSet = 'harvester' | 'rancher' | 'all';
 
-const RANCHER_GROUPS = ['cluster.x-k8s.io', 'provisioning.cattle.io', 'rke-machine.cattle.io', 'rke-machine-config.cattle.io', 'management.cattle.io'];
+const RANCHER_GROUPS = ['cluster.x-k8s.io', 'provisioning.cattle.io', 'rke-machine.cattle.io', 'rke-machine-config.cattle.io', 'management.cattle.io', 'monitoring.coreos.com'];
 
 export async function loadCrds(set: CrdSet = 'all'): Promise<Crd[]> {
   const dir = path.join(repoRoot(), 'sandbox', 'crds');

@@ -50,7 +50,7 @@ export function pluginSourceHash(root = repoRoot()): string {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** mkdir is atomic: whoever creates the lock directory builds; the others wait for the result. */
-async function withBuildLock<T>(
+export async function withBuildLock<T>(
   lockDir: string,
   ready: () => boolean,
   build: () => Promise<T>,

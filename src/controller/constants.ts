@@ -27,4 +27,5 @@ export const Reasons = {
   credentialExpiringSoon: 'HarvesterCredentialExpiringSoon',
   credentialMismatch: 'HarvesterCredentialMismatch',
   leaderElected: 'LeaderElected',
+  hookRemoved: 'CleanupGateRemoved',
 } as const;

@@ -16,6 +16,7 @@ import { CleanupController } from './controller.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
 import { controllerMetrics } from './metrics.js';
+import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks-command.js';
 
 export interface Running {
   /** The metrics/health port (useful with port 0). */
@@ -86,7 +87,14 @@ export async function run(
   return { port: server.port, shutdown };
 }
 
-async function main(): Promise<void> {
+/** `controller remove-hooks [flags]`: runs instead of the controller and exits (remove-hooks-command.ts). */
+async function runSubcommand(argv: string[]): Promise<boolean> {
+  if (argv[0] !== REMOVE_HOOKS_COMMAND) return false;
+  process.exit(await removeHooksCommand(argv.slice(1), process.env));
+}
+
+export async function main(): Promise<void> {
+  if (await runSubcommand(process.argv.slice(2))) return;
   let config: ControllerConfig;
   try {
     config = parseConfig(process.argv.slice(2), process.env, os.hostname());

@@ -1,13 +1,15 @@
 // The controller's RBAC, from the one file the Helm chart includes: the integration test
 // binds exactly these rules to the user it runs the controller as, and chart-rbac_test.ts
-// checks that the chart's template renders exactly these rules.
+// checks that helm renders exactly these rules and that they suffice (and that one less
+// does not) for the controller run with a token of the chart's ServiceAccount.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parse, parseAllDocuments, stringify } from 'yaml';
+import { parse } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { PolicyRule } from '../../sandbox/control-plane/access.js';
 import { repoRoot } from '../../sandbox/control-plane/binaries.js';
+import { renderChart } from '../../sandbox/release/helm.js';
 
 export const CHART_DIR = path.join(repoRoot(), 'deploy', 'helm', 'harvester-machine-controller');
 
@@ -21,55 +23,14 @@ export function chartRules(): ChartRules {
   return parse(fs.readFileSync(path.join(CHART_DIR, 'rbac', 'rules.yaml'), 'utf8')) as ChartRules;
 }
 
-/**
- * templates/rbac.yaml after a minimal substitution (not Helm): the expressions it uses,
- * with one watched namespace; `if` keeps its first branch, `range` its body once.
- */
-export function renderRbacTemplate(v: {
-  release: string;
-  namespace: string;
-  watchNamespace: string;
-  credentialNamespace: string;
-}): KubeObject[] {
-  const rules = chartRules();
-  const lines = fs.readFileSync(path.join(CHART_DIR, 'templates', 'rbac.yaml'), 'utf8').split('\n');
-  const out: string[] = [];
-  let skipping = false;
-  for (const line of lines) {
-    const control = /^\{\{-?\s*(if|else|end|range|\$\w+ :=)/.exec(line.trim());
-    if (control) {
-      if (control[1] === 'else') skipping = true;
-      else if (control[1] === 'end' && skipping) skipping = false;
-      continue;
-    }
-    if (skipping) continue;
-    const section = /^rules: \{\{- toYaml \$rules\.(\w+) \| nindent 2 \}\}$/.exec(line);
-    if (section) {
-      out.push(
-        'rules:',
-        ...stringify(rules[section[1] as keyof ChartRules])
-          .trimEnd()
-          .split('\n')
-          .map((l) => `  ${l}`),
-      );
-      continue;
-    }
-    out.push(
-      line
-        .replace(/ \{\{- include "hmc\.labels" \. \| nindent \d+ \}\}/, ' {}')
-        .replaceAll('{{ $name }}', v.release)
-        .replaceAll('{{ $.Release.Namespace }}', v.namespace)
-        .replaceAll('{{ .Release.Namespace }}', v.namespace)
-        .replaceAll('{{ .Values.credentialNamespace }}', v.credentialNamespace)
-        .replaceAll('{{ . }}', v.watchNamespace),
-    );
-  }
-  const text = out.join('\n');
-  if (text.includes('{{')) throw new Error(`unsubstituted template expression left in rbac.yaml:\n${text}`);
-  return parseAllDocuments(text)
-    .map((d) => d.toJS() as KubeObject | null)
-    .filter((o): o is KubeObject => o !== null);
+/** The RBAC objects of the chart (a directory or a packaged .tgz) as real helm renders them. */
+export async function renderChartRbac(
+  chart: string,
+  opts: { release: string; namespace: string; values?: Record<string, unknown> },
+): Promise<KubeObject[]> {
+  return (await renderChart(chart, opts)).filter((o) => RBAC_KINDS.includes(o.kind ?? ''));
 }
+const RBAC_KINDS = ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 
 /** Binds the chart's rules to a user, as the chart binds them to its ServiceAccount. */
 export async function bindChartRbac(

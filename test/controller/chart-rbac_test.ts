@@ -1,11 +1,28 @@
-// The chart grants exactly the rules the controller's integration test runs under (and
-// that test fails on any permission it lacks).
+// The chart's RBAC as real helm renders it from the packaged chart: exactly the rules of
+// rbac/rules.yaml, bound only where needed; applied server-side to Rancher's apiserver, they
+// suffice for the controller run with a TokenRequest token of the chart's ServiceAccount,
+// and with one rule removed the same run is denied.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
-import { parse } from 'yaml';
-import { CHART_DIR, chartRules, renderRbacTemplate } from './chart-rbac.js';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { parse, stringify } from 'yaml';
+import { parseConfig } from '../../src/controller/config.js';
+import { run, type Running } from '../../src/controller/main.js';
+import { Resources } from '../../src/kube/resources.js';
+import { createLogger } from '../../src/log/logger.js';
+import { tokenKubeconfig } from '../../sandbox/control-plane/access.js';
+import { serviceAccountToken } from '../../sandbox/control-plane/service-account-token.js';
+import { releaseArtifacts } from '../../sandbox/release/artifacts.js';
+import { applyServerSide, helm, renderChart } from '../../sandbox/release/helm.js';
+import { useControlPlane } from '../support/control-plane-fixture.js';
+import { eventually } from '../support/eventually.js';
+import { CHART_DIR, chartRules, renderChartRbac, type ChartRules } from './chart-rbac.js';
+
+const exec = promisify(execFile);
 
 interface Rbac {
   kind?: string;
@@ -15,14 +32,21 @@ interface Rbac {
   subjects?: Array<{ kind: string; name: string; namespace?: string }>;
 }
 
-describe('Helm chart RBAC', () => {
-  const docs = renderRbacTemplate({
-    release: 'hmc',
-    namespace: 'cattle-system',
-    watchNamespace: 'fleet-default',
-    credentialNamespace: 'cattle-global-data',
-  }) as Rbac[];
+describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
+  const fixture = useControlPlane({ name: 'rancher', crds: 'rancher' });
   const rules = chartRules();
+  let chart = '';
+  let docs: Rbac[] = [];
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-chart-rbac-'));
+  const running: Running[] = [];
+  after(async () => {
+    for (const r of running) await r.shutdown();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+  before(async () => {
+    chart = (await releaseArtifacts()).chart;
+    docs = await renderChartRbac(chart, { release: 'hmc', namespace: 'cattle-system' });
+  });
   const find = (kind: string, namespace?: string): Rbac | undefined =>
     docs.find((d) => d.kind === kind && d.metadata.namespace === namespace);
 
@@ -32,7 +56,7 @@ describe('Helm chart RBAC', () => {
     assert.deepEqual(find('Role', 'cattle-system')?.rules, rules.systemRules);
   });
 
-  it('binds them to the chart ServiceAccount only where they are needed', () => {
+  it('binds them to the chart ServiceAccount only where they are needed', async () => {
     const bindings = docs.filter((d) => d.kind === 'RoleBinding');
     assert.deepEqual(bindings.map((b) => [b.metadata.namespace, b.roleRef?.kind, b.roleRef?.name]).sort(), [
       ['cattle-global-data', 'Role', 'hmc-credentials'],
@@ -42,6 +66,16 @@ describe('Helm chart RBAC', () => {
     for (const b of bindings)
       assert.deepEqual(b.subjects, [{ kind: 'ServiceAccount', name: 'hmc', namespace: 'cattle-system' }]);
     assert.equal(find('ClusterRoleBinding'), undefined, 'no cluster-wide binding when namespaces are listed');
+    const all = (await renderChartRbac(chart, {
+      release: 'hmc',
+      namespace: 'cattle-system',
+      values: { watchNamespaces: [] },
+    })) as Rbac[];
+    assert.deepEqual(
+      all.filter((d) => d.kind === 'ClusterRoleBinding').map((b) => b.roleRef?.name),
+      ['hmc'],
+      'watchNamespaces: [] binds the ClusterRole cluster-wide',
+    );
   });
 
   it('grants no write on Secrets, and reads no Secret outside the credential namespace', () => {
@@ -52,6 +86,95 @@ describe('Helm chart RBAC', () => {
       'watch',
     ]);
     assert.ok(!JSON.stringify(rules).includes('"*"'), 'no wildcard');
+  });
+
+  /**
+   * Installs the rendered chart (all of it, server-side) as `release` in its own namespace
+   * and runs the controller in process with a TokenRequest token of the chart's
+   * ServiceAccount, as its pod would authenticate.
+   */
+  async function installAndRun(
+    chartRef: string,
+    release: string,
+  ): Promise<{ controller: Running; logLines: string[] }> {
+    const { cp } = fixture;
+    const ns = `${release}-system`;
+    const watched = `${release}-fleet`;
+    for (const name of [ns, watched, 'cattle-global-data'])
+      await cp.admin
+        .create(Resources.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } })
+        .catch(() => undefined);
+    const objects = await renderChart(chartRef, {
+      release,
+      namespace: ns,
+      values: { watchNamespaces: [watched] },
+    });
+    const applied = await applyServerSide(cp.admin, objects);
+    assert.equal(applied.length, objects.length);
+    const token = await serviceAccountToken(cp.admin, { namespace: ns, name: release });
+    const kubeconfigPath = path.join(tmp, `${release}.kubeconfig`);
+    fs.writeFileSync(
+      kubeconfigPath,
+      tokenKubeconfig({ name: 'rancher', server: cp.server, caPem: cp.caPem, token }),
+      { mode: 0o600 },
+    );
+    const logLines: string[] = [];
+    const logger = createLogger({
+      format: 'json',
+      level: 'debug',
+      sink: { write: (_l, line) => logLines.push(line) },
+    });
+    const config = parseConfig(['--kubeconfig', kubeconfigPath, '--metrics-bind-address', '127.0.0.1:0'], {
+      WATCH_NAMESPACES: watched,
+      POD_NAMESPACE: ns,
+      POD_NAME: `${release}-0`,
+    });
+    const controller = await run(config, logger, {});
+    running.push(controller);
+    return { controller, logLines };
+  }
+
+  const readyz = async (port: number): Promise<number> =>
+    (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status ?? 0;
+
+  it('applied server-side to Rancher’s apiserver, the rules suffice: the controller with a token of its ServiceAccount leads and is ready, no denial', async () => {
+    const { controller, logLines } = await installAndRun(chart, 'hmc-ok');
+    // A replica that does not lead answers ready too: first the Lease, then its caches.
+    await eventually(
+      'the controller to become leader and ready',
+      async () =>
+        logLines.some((l) => l.includes('became leader')) && (await readyz(controller.port)) === 200,
+      60_000,
+    );
+    const denied = logLines.filter((l) => /forbidden|cannot (list|watch|get|create|update|patch)/i.test(l));
+    assert.deepEqual(denied, [], 'no RBAC denial');
+  });
+
+  it('with one rule removed from rbac/rules.yaml, the same run is denied (so the check can fail)', async () => {
+    // The chart, unpacked, with the first rule (Machines) left out of its one rules file.
+    const unpacked = path.join(tmp, 'chart');
+    fs.mkdirSync(unpacked);
+    await exec('tar', ['-xzf', chart, '-C', unpacked]);
+    const rulesFile = path.join(unpacked, 'harvester-machine-controller', 'rbac', 'rules.yaml');
+    const reduced = parse(fs.readFileSync(rulesFile, 'utf8')) as ChartRules;
+    const removed = reduced.clusterRules.shift();
+    assert.deepEqual(removed?.resources, ['machines']);
+    fs.writeFileSync(rulesFile, stringify(reduced));
+    await helm(['lint', path.join(unpacked, 'harvester-machine-controller')]);
+    const { controller, logLines } = await installAndRun(
+      path.join(unpacked, 'harvester-machine-controller'),
+      'hmc-less',
+    );
+    await eventually(
+      'the controller to be denied listing Machines',
+      () => Promise.resolve(logLines.some((l) => /forbidden/i.test(l) && l.includes('machines'))),
+      60_000,
+    );
+    assert.notEqual(await readyz(controller.port), 200, 'not ready without the rule');
+    // run() marks the process failed when its controller cannot start (main then exits 1),
+    // which is the expected outcome here, not this test file's.
+    await eventually('the controller to give up', () => Promise.resolve(process.exitCode === 1), 30_000);
+    process.exitCode = undefined;
   });
 
   it('has values for image, namespaces and the deadline', () => {
