@@ -16,7 +16,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import { hookAnnotation, Reasons } from '../../src/controller/constants.js';
-import { rancherInstanceName } from '../../src/controller/rancher-names.js';
+import { rancherInstanceName } from '../../src/rancher/names.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { freePort } from '../../sandbox/control-plane/ports.js';
