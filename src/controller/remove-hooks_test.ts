@@ -48,7 +48,7 @@ describe('remove-hooks', () => {
 
   it('refuses a bad --hold or an unknown flag with exit 2, naming it, before talking to any cluster', async () => {
     for (const [argv, pattern] of [
-      [['--hold', 'soon'], /^--hold: "soon" is not a duration/],
+      [['--hold', 'soon'], /^--hold: soon: expected a duration/],
       [['--hold'], /^--hold: a duration is required/],
       [['--no-such-flag'], /no-such-flag/],
     ] as const) {
