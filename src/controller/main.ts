@@ -86,7 +86,7 @@ export async function run(
   return { port: server.port, shutdown };
 }
 
-async function main(): Promise<void> {
+export async function main(): Promise<void> {
   let config: ControllerConfig;
   try {
     config = parseConfig(process.argv.slice(2), process.env, os.hostname());
