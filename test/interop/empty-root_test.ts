@@ -2,14 +2,16 @@
 // /tmp the only writable place (support/empty-root.ts) — no loader, no libc, no /proc, no
 // /dev, an empty environment. It prints its version, answers rancher-machine's plugin
 // handshake, and serves a whole create and rm driven by the real rancher-machine (a static
-// Go binary) inside the same root against the sandbox on 127.0.0.1. Where no directory is
-// writable it runs from memory (which needs /proc), never from a /tmp directory another
-// user could have prepared, and without /proc either it says why it cannot start.
+// Go binary) inside the same root against the sandbox on 127.0.0.1; as `controller` it
+// leads and syncs against the sandbox's Rancher. Where no directory is writable it runs
+// from memory (which needs /proc), never from a /tmp directory another user could have
+// prepared, and without /proc either it says why it cannot start.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Resources } from '../../src/kube/resources.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { driverRegistry, mcnFlagSliceType } from '../../src/plugin/driver-types.js';
 import { goEmptyStruct, goInt } from '../../src/plugin/gob/go-types.js';
 import { RpcTestClient } from '../../src/plugin/testing/rpc-test-client.js';
@@ -27,6 +29,7 @@ import {
 } from '../../sandbox/rancher-machine/rancher-machine.js';
 import { pluginSurvivors } from '../../sandbox/rancher-machine/plugin-processes.js';
 import { recordOutput } from '../../sandbox/secret-ledger.js';
+import { eventually } from '../support/eventually.js';
 import { useSandbox } from '../support/sandbox-fixture.js';
 import { EmptyRoot, ROOT_USER, emptyRootSkipReason } from './support/empty-root.js';
 import { PLUGIN_ENV, startPlugin } from './support/plugin-process.js';
@@ -120,6 +123,7 @@ describe(
       root = new EmptyRoot('hm-empty-root-rm');
       root.add(rancherMachine, '/bin/rancher-machine');
       root.add(executable, PLUGIN);
+      root.add(executable, CLI);
       root.write('/run/secrets/machine/value', INSTALL_SCRIPT);
       // /tmp outlives each command: the store is in it (HOME=/tmp/home), from create to rm.
       state = root.userDir('tmp');
@@ -171,6 +175,38 @@ describe(
       assert.equal(rm.code, 0, `rm failed:\n${rm.stdout}${rm.stderr}`);
       assert.match(rm.stdout, new RegExp(`Successfully removed ${instance}`));
       assert.equal(await admin.find(Resources.virtualMachine, { namespace, name: instance }), undefined);
+    });
+
+    it('as `controller`, becomes leader and syncs its caches against the Rancher cluster', async () => {
+      const { sandbox } = fixture;
+      registerSecret(sandbox.kubeconfigs.rancherLocal);
+      const kubeconfig = root.write('/etc/rancher-local.kubeconfig', sandbox.kubeconfigs.rancherLocal);
+      const rancher = sandbox.rancher.admin;
+      if (!(await rancher.find(Resources.namespace, { name: 'cattle-system' })))
+        await rancher.create<KubeObject>(Resources.namespace, {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: 'cattle-system' },
+        });
+      const argv = [CLI, 'controller', '--kubeconfig', kubeconfig, '--metrics-bind-address', '127.0.0.1:0'];
+      const cmd = root.command(argv, { tmp: { bind: state } });
+      const child = spawn(cmd.command, cmd.args, { env: cmd.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+      const logged = (msg: string): boolean => out.split('\n').some((l) => l.includes(`"msg":"${msg}"`));
+      try {
+        await eventually(
+          `the controller's "became leader" and "caches synced" lines`,
+          () => Promise.resolve(logged('became leader') && logged('caches synced')),
+          120_000,
+        ).catch((err: unknown) => {
+          throw new Error(`${String(err)}; its output:\n${out}`);
+        });
+      } finally {
+        child.kill('SIGKILL');
+        recordOutput('harvester-machine controller (empty root)', out);
+      }
     });
   },
 );

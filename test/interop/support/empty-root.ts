@@ -4,6 +4,9 @@
 // place (a fresh tmpfs, or a host directory bind-mounted when state must outlive one
 // command) and /proc mounted only when asked. The network namespace is the host's, so
 // 127.0.0.1 reaches the sandbox. Needs root (chroot, mounts): see emptyRootSkipReason().
+// A PID namespace ties the command's life to the host-side process: the namespace's init is
+// a root shell that unshare kills when it dies, and then the kernel kills everything in it
+// (the command itself loses the parent-death signal when chroot drops to user 1000).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -88,13 +91,15 @@ export class EmptyRoot {
     if (run.proc) steps.push('mkdir -p "$ROOT/proc"', 'mount -t proc proc "$ROOT/proc"');
     if (run.devNull)
       steps.push('mkdir -p "$ROOT/dev"', 'touch "$ROOT/dev/null"', 'mount --bind /dev/null "$ROOT/dev/null"');
-    steps.push('exec "$@"');
+    // Not exec: this shell stays the namespace's init while the command runs.
+    steps.push('"$@"', 'exit $?');
     const env = Object.entries(run.env ?? {}).map(([k, v]) => `${k}=${v}`);
     return {
       command: onPath('unshare') ?? 'unshare',
-      // --kill-child: killing unshare (as a test does on failure) kills what runs inside.
+      // --kill-child: killing unshare (as a test does on failure) kills the namespace's init.
       args: [
         '--mount',
+        '--pid',
         '--fork',
         '--kill-child',
         '--',
