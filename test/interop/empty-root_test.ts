@@ -3,9 +3,10 @@
 // /dev, an empty environment. It prints its version, answers rancher-machine's plugin
 // handshake, and serves a whole create and rm driven by the real rancher-machine (a static
 // Go binary) inside the same root against the sandbox on 127.0.0.1; as `controller` it
-// leads and syncs against the sandbox's Rancher. Where no directory is writable it runs
-// from memory (which needs /proc), never from a /tmp directory another user could have
-// prepared, and without /proc either it says why it cannot start.
+// leads and syncs against the sandbox's Rancher. Racing first runs unpack it once. Where
+// no directory is writable it runs from memory (which needs /proc), never from a /tmp
+// directory another user could have prepared, and without /proc either it says why it
+// cannot start.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -78,6 +79,24 @@ describe('the executable in an empty root filesystem', { timeout: 5 * 60_000 }, 
     } finally {
       plugin.child.kill('SIGKILL');
     }
+  });
+
+  it('unpacks once when first runs race, each into its own temporary directory, the first rename winning', async () => {
+    // Four starts share one /tmp and have nowhere else to go (no HOME, no /proc): a run that
+    // found a half-unpacked directory, or lost the race badly, would fail.
+    const tmp = root.userDir('race-tmp');
+    const runs = await Promise.all(
+      [1, 2, 3, 4].map(() => root.run([CLI, '--version'], { tmp: { bind: tmp } })),
+    );
+    for (const run of runs) {
+      assert.equal(run.stderr, '');
+      assert.match(run.stdout, /^harvester-machine /);
+      assert.equal(run.code, 0);
+    }
+    const unpacked = fs.readdirSync(path.join(tmp, `harvester-machine-${ROOT_USER}`)).sort();
+    assert.equal(unpacked.length, 2, unpacked.join(', '));
+    assert.match(unpacked[0] ?? '', /^app-[0-9a-f]{20}$/);
+    assert.match(unpacked[1] ?? '', /^runtime-[0-9a-f]{20}$/);
   });
 
   it('runs from memory when its /tmp directory is not its own, and leaves that directory alone', async () => {

@@ -4,13 +4,10 @@
 // stdout line, it answers net/rpc under both service names, and it exits 0 on Close; left
 // alone it exits 1 after 10 s. As harvester-machine it is the CLI, `controller` the
 // controller, and the plugin again in rancher-machine's plugin environment. It runs with
-// no Node on PATH (the runtime is inside it), and concurrent first runs unpack it once.
+// no Node on PATH (the runtime is inside it).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { driverRegistry, mcnFlagSliceType } from '../../src/plugin/driver-types.js';
 import { goEmptyStruct, goInt, goString } from '../../src/plugin/gob/go-types.js';
 import { NOT_A_PLUGIN_MESSAGE } from '../../src/plugin/plugin-main.js';
@@ -118,11 +115,9 @@ describe('the plugin executable (docker-machine-driver-harvester)', { timeout: 5
 
 describe('the same executable as harvester-machine', { timeout: 5 * 60_000 }, () => {
   let executable = '';
-  const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-first-runs-'));
   before(async () => {
     executable = await harvesterMachineExecutable();
   });
-  after(() => fs.rmSync(fresh, { recursive: true, force: true }));
 
   it('is the CLI: --version names the version, the source revision and Node', async () => {
     const run = await runToEnd(executable, BARE_ENV, ['--version']);
@@ -154,19 +149,5 @@ describe('the same executable as harvester-machine', { timeout: 5 * 60_000 }, ()
     } finally {
       plugin.child.kill('SIGKILL');
     }
-  });
-
-  it('unpacks once when several first runs race, and leaves no temporary directory', async () => {
-    const env = { ...BARE_ENV, XDG_CACHE_HOME: fresh };
-    const runs = await Promise.all([1, 2, 3, 4].map(() => runToEnd(executable, env, ['--version'])));
-    for (const run of runs) {
-      assert.equal(run.stderr, '');
-      assert.match(run.stdout, VERSION_LINE);
-      assert.equal(run.code, 0);
-    }
-    const unpacked = fs.readdirSync(path.join(fresh, 'harvester-machine', 'unpacked')).sort();
-    assert.equal(unpacked.length, 2, unpacked.join(', '));
-    assert.match(unpacked[0] ?? '', /^app-[0-9a-f]{20}$/);
-    assert.match(unpacked[1] ?? '', /^runtime-[0-9a-f]{20}$/);
   });
 });
