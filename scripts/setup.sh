@@ -23,6 +23,8 @@ if ! command -v openssl >/dev/null 2>&1; then
     || { say "step 'install openssl' failed: install Debian's openssl package"; exit 1; }
 fi
 
+bash scripts/setup-executable-tools.sh
+
 lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ "$(cat node_modules/.hm-lock-sum 2>/dev/null)" != "$lock_sum" ]; then
   t=$(seconds)

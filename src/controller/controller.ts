@@ -2,6 +2,7 @@
 // credentials, clusters), the reconcilers, Events, metrics and the status ConfigMap.
 // Nothing is decided before every cache has synced: a Machine seen before its Cluster
 // would otherwise look orphaned and have its gate released.
+import v8 from 'node:v8';
 import { WorkQueue, type InformerEvent, type KubeClient } from '../kube/index.js';
 import type { KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
@@ -200,8 +201,7 @@ export class CleanupController {
       machines: caches.machines.size,
       harvesterMachines: caches.harvesterMachines.size,
       credentials: caches.credentials.size,
-      heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1_048_576),
-      rssMb: Math.round(process.memoryUsage().rss / 1_048_576),
+      ...memoryFigures(),
     });
   }
 
@@ -226,5 +226,19 @@ export class CleanupController {
     await this.events.drain();
     await this.status.stop();
     this.harvester.closeAll();
+  }
+}
+
+/**
+ * Heap and resident set in MiB for the log. Without /proc (a chroot, as Rancher's driver jail
+ * is) process.memoryUsage() throws, as libuv reads the RSS there: then the heap alone.
+ */
+function memoryFigures(): { heapUsedMb: number; rssMb?: number } {
+  const mb = (bytes: number): number => Math.round(bytes / 1_048_576);
+  try {
+    const usage = process.memoryUsage();
+    return { heapUsedMb: mb(usage.heapUsed), rssMb: mb(usage.rss) };
+  } catch {
+    return { heapUsedMb: mb(v8.getHeapStatistics().used_heap_size) };
   }
 }
