@@ -9,10 +9,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
-import { machineType } from '../../sandbox/capi/index.js';
 import { setTokenExpiry } from '../../sandbox/control-plane/access.js';
 import { scaleDownPool, type GuestMachine } from '../../sandbox/rancher/guest-cluster.js';
-import { NS, VM_NS, useGateWorld } from './gate-fixture.js';
+import { NS, VM_NS, conditionSurvivesClusterApi, useGateWorld } from './gate-fixture.js';
 
 const fixture = useGateWorld();
 const HOOK = 'pre-terminate.delete.hook.machine.cluster.x-k8s.io/harvester-machine-cleanup';
@@ -45,59 +44,6 @@ async function eventually<T>(
     const found = await read();
     if (enough(found) || Date.now() > deadline) return found;
     await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-type MachineStatus = KubeObject & {
-  status?: {
-    conditions?: Array<{ type: string; status: string; reason?: string }>;
-    v1beta2?: { conditions?: Array<{ type: string; message?: string }> };
-    deprecated?: { v1beta1?: { conditions?: Array<{ type: string; reason?: string }> } };
-  };
-};
-const PROBE_HOOK = 'pre-terminate.delete.hook.machine.cluster.x-k8s.io/test-probe';
-
-/**
- * A second pre-terminate hook changes what Cluster API reports (its v1beta2 Deleting condition
- * names the hooks it waits for), so it writes the Machine's status: once it has, our condition
- * must still be there. Where Cluster API stores v1beta2, the condition lives in
- * status.deprecated.v1beta1.conditions of the stored object.
- */
-async function conditionSurvivesClusterApi(machine: string): Promise<void> {
-  const { world } = fixture;
-  const at = { namespace: NS, name: machine };
-  await world.rancher.admin.patch(Resources.capiMachine, at, {
-    metadata: { annotations: { [PROBE_HOOK]: 'test' } },
-  });
-  try {
-    const after = await waitFor<MachineStatus>(world.rancher.admin, {
-      type: Resources.capiMachine,
-      namespace: NS,
-      name: machine,
-      timeoutMs: 30_000,
-      description: "Cluster API's status write naming the probe hook",
-      until: (o) =>
-        o?.status?.v1beta2?.conditions?.some(
-          (c) => c.type === 'Deleting' && /test-probe/.test(c.message ?? ''),
-        ) ?? false,
-    });
-    assert.ok(
-      after?.status?.conditions?.some(
-        (c) => c.type === 'HarvesterVolumeCleanup' && c.reason === 'HarvesterCredentialRejected',
-      ),
-      `the condition survived Cluster API's status write: ${JSON.stringify(after?.status?.conditions)}`,
-    );
-    if (fixture.version.storage === 'v1beta2') {
-      const stored = await world.rancher.admin.get<MachineStatus>(machineType('v1beta2'), at);
-      assert.ok(
-        stored.status?.deprecated?.v1beta1?.conditions?.some((c) => c.type === 'HarvesterVolumeCleanup'),
-        `v1beta2 keeps it in status.deprecated.v1beta1.conditions: ${JSON.stringify(stored.status)}`,
-      );
-    }
-  } finally {
-    await world.rancher.admin.patch(Resources.capiMachine, at, {
-      metadata: { annotations: { [PROBE_HOOK]: null } },
-    });
   }
 }
 
@@ -237,7 +183,7 @@ describe(`cleanup gate (controller + Cluster API ${fixture.version.version})`, (
       undefined,
       'Cluster API holds the HarvesterMachine at the hook',
     );
-    await conditionSurvivesClusterApi(first.name);
+    await conditionSurvivesClusterApi(world, fixture.version, first.name);
     const rejected = (await world.events('HarvesterCredentialRejected')).filter(
       (e) => e.involvedObject?.name === first.name,
     );

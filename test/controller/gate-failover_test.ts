@@ -15,6 +15,7 @@ import {
 } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
+import { CAPI_V1BETA2 } from '../../sandbox/capi/index.js';
 import { setTokenExpiry } from '../../sandbox/control-plane/access.js';
 import type { GuestMachine } from '../../sandbox/rancher/guest-cluster.js';
 import {
@@ -22,9 +23,17 @@ import {
   type ControllerProcess,
 } from '../../sandbox/walkthrough/controller-process.js';
 import { eventually } from '../support/eventually.js';
-import { NS, SYSTEM_NS, VM_NS, chartKubeconfig, useGateWorld } from './gate-fixture.js';
+import {
+  NS,
+  SYSTEM_NS,
+  VM_NS,
+  chartKubeconfig,
+  conditionSurvivesClusterApi,
+  useGateWorld,
+} from './gate-fixture.js';
 
-const fixture = useGateWorld({ controller: false });
+// v1beta2 stored (the default Cluster API of the other files is v1.10.6): both versions run in the suite.
+const fixture = useGateWorld({ controller: false, clusterApi: CAPI_V1BETA2 });
 const DAY = 86_400_000;
 const HELD = 'HarvesterCredentialRejected';
 
@@ -109,6 +118,7 @@ describe(`cleanup gate failover and deadline (controller processes + Cluster API
     await world.rancher.admin.delete(Resources.provisioningCluster, { namespace: NS, name: 'c-fail' });
     for (const m of machines) await waitHeld(m.name);
     assert.ok((await leaseHolder())?.endsWith(`-${leader.pid ?? ''}`), 'the first replica led');
+    await conditionSurvivesClusterApi(world, fixture.version, (machines[0] as GuestMachine).name);
 
     await leader.kill();
     await renew();

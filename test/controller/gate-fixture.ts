@@ -5,6 +5,7 @@
 // expire when told, cloud credentials for them, and the controller itself, started through
 // main.ts's run() as a user bound to exactly the chart's RBAC (or, for failover tests, as
 // processes). Everything is stopped after the file's tests.
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,7 @@ import { rancherInstanceName } from '../../src/controller/rancher-names.js';
 import { createTokenUser, tokenKubeconfig, type TokenUser } from '../../sandbox/control-plane/access.js';
 import {
   clusterApiVersion,
+  machineType,
   startRancherWithClusterApi,
   type ClusterApi,
   type ClusterApiVersion,
@@ -306,4 +308,60 @@ export function useGateWorld(
       return world;
     },
   };
+}
+
+type MachineStatus = KubeObject & {
+  status?: {
+    conditions?: Array<{ type: string; status: string; reason?: string }>;
+    v1beta2?: { conditions?: Array<{ type: string; message?: string }> };
+    deprecated?: { v1beta1?: { conditions?: Array<{ type: string; reason?: string }> } };
+  };
+};
+const PROBE_HOOK = 'pre-terminate.delete.hook.machine.cluster.x-k8s.io/test-probe';
+
+/**
+ * A second pre-terminate hook changes what Cluster API reports (its v1beta2 Deleting condition
+ * names the hooks it waits for), so it writes the Machine's status: once it has, our condition
+ * must still be there. Where Cluster API stores v1beta2, the condition lives in
+ * status.deprecated.v1beta1.conditions of the stored object.
+ */
+export async function conditionSurvivesClusterApi(
+  world: GateWorld,
+  version: ClusterApiVersion,
+  machine: string,
+): Promise<void> {
+  const at = { namespace: NS, name: machine };
+  await world.rancher.admin.patch(Resources.capiMachine, at, {
+    metadata: { annotations: { [PROBE_HOOK]: 'test' } },
+  });
+  try {
+    const after = await waitFor<MachineStatus>(world.rancher.admin, {
+      type: Resources.capiMachine,
+      namespace: NS,
+      name: machine,
+      timeoutMs: 30_000,
+      description: "Cluster API's status write naming the probe hook",
+      until: (o) =>
+        o?.status?.v1beta2?.conditions?.some(
+          (c) => c.type === 'Deleting' && /test-probe/.test(c.message ?? ''),
+        ) ?? false,
+    });
+    assert.ok(
+      after?.status?.conditions?.some(
+        (c) => c.type === 'HarvesterVolumeCleanup' && c.reason === 'HarvesterCredentialRejected',
+      ),
+      `the condition survived Cluster API's status write: ${JSON.stringify(after?.status?.conditions)}`,
+    );
+    if (version.storage === 'v1beta2') {
+      const stored = await world.rancher.admin.get<MachineStatus>(machineType('v1beta2'), at);
+      assert.ok(
+        stored.status?.deprecated?.v1beta1?.conditions?.some((c) => c.type === 'HarvesterVolumeCleanup'),
+        `v1beta2 keeps it in status.deprecated.v1beta1.conditions: ${JSON.stringify(stored.status)}`,
+      );
+    }
+  } finally {
+    await world.rancher.admin.patch(Resources.capiMachine, at, {
+      metadata: { annotations: { [PROBE_HOOK]: null } },
+    });
+  }
 }
