@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the tests, the sandbox and the walkthrough need, on a fresh machine:
 # npm packages (from the lockfile), Debian's etcd-server and openssl, kube-apiserver and
-# kube-controller-manager built from the Go module proxy (cached outside the repo), and
-# the compiled TypeScript. Idempotent: a second run reuses everything and takes seconds.
+# kube-controller-manager, and Cluster API's controller-manager (sandbox/capi), built from the
+# Go module proxy (cached outside the repo), and the compiled TypeScript. Idempotent: a second run reuses everything and takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +40,10 @@ echo "control-plane build: $(elapsed "$t") s ($bin_dir)"
 t=$(seconds)
 bash scripts/setup-release-tools.sh >/dev/null
 say "release tools (buildah, podman, runc, skopeo, helm) ready in $(elapsed "$t") s"
+
+t=$(seconds)
+capi_dirs="$(bash sandbox/capi/build-cluster-api.sh | cut -d' ' -f1 | tr '\n' ' ')"
+echo "cluster-api build: $(elapsed "$t") s (${capi_dirs% })"
 
 t=$(seconds)
 rm -rf dist

@@ -28,7 +28,7 @@ export interface ControlPlaneOptions {
    * CRDs here: the garbage collector learns new kinds only on its 30 s discovery pass, so
    * a Foreground deletion of a kind installed later stalls until then.
    */
-  beforeControllerManager?: (admin: KubeClient) => Promise<void>;
+  beforeControllerManager?: (admin: KubeClient, pki: Pki) => Promise<void>;
 }
 
 export interface ControlPlane {
@@ -139,7 +139,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       await p.stop();
     };
     await startApiserver();
-    await options.beforeControllerManager?.(admin);
+    await options.beforeControllerManager?.(admin, pki);
 
     if (options.controllerManager !== false) {
       const kcmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');

@@ -68,6 +68,13 @@ export class MachineReconciler {
   private readonly attempts = new Map<string, number>();
   /** Machines being deleted whose cleanup already succeeded: later events of them need no Harvester call. */
   private readonly cleaned = new Set<string>();
+  /**
+   * A cleanup that succeeded but whose release has not yet: Cluster API writes the Machine's
+   * status as its deletion starts, so the release (conditional on the resourceVersion the
+   * decision was made on) often meets a Conflict; deciding again must not repeat the Harvester
+   * call, nor report our own annotation as found already there.
+   */
+  private readonly pendingRelease = new Map<string, { uid: string | undefined; outcome: CleanupOutcome }>();
   private readonly hook: string;
 
   constructor(private readonly deps: MachineReconcilerDeps) {
@@ -106,15 +113,20 @@ export class MachineReconciler {
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
 
-    const outcome = await cleanUpMachineVm(
-      {
-        credentials: caches.credentials,
-        harvester: this.deps.harvester,
-        onCredentialRejected: this.deps.onCredentialRejected,
-        now: this.now(),
-      },
-      { machine, harvesterMachine: hm, cluster: provisioningCluster, clusterName },
-    );
+    const pending = this.pendingRelease.get(key);
+    const outcome =
+      pending && pending.uid === machine.metadata.uid
+        ? pending.outcome
+        : await cleanUpMachineVm(
+            {
+              credentials: caches.credentials,
+              harvester: this.deps.harvester,
+              onCredentialRejected: this.deps.onCredentialRejected,
+              now: this.now(),
+            },
+            { machine, harvesterMachine: hm, cluster: provisioningCluster, clusterName },
+          );
+    if (outcome.kind !== 'failed') this.pendingRelease.set(key, { uid: machine.metadata.uid, outcome });
     return this.settle(machine, key, hookPresent, outcome);
   }
 
@@ -178,6 +190,7 @@ export class MachineReconciler {
 
   private forget(key: string): void {
     this.attempts.delete(key);
+    this.pendingRelease.delete(key);
     if (this.held.delete(key)) this.publishHeld();
   }
 
