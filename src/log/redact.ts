@@ -5,6 +5,8 @@
 
 const REDACTED = '[REDACTED]';
 const registered = new Set<string>();
+/** The registered secrets, longest first (a secret can hold a shorter one); rebuilt on change. */
+let longestFirst: string[] | undefined;
 
 /** Registers a secret value (token, key, kubeconfig) so that it is never printed. */
 export function registerSecret(value: string | undefined | null): void {
@@ -18,6 +20,7 @@ export function registerSecret(value: string | undefined | null): void {
     const t = line.trim();
     if (t.length >= 24) registered.add(t);
   }
+  longestFirst = undefined;
 }
 
 const PATTERNS: Array<[RegExp, string]> = [
@@ -43,7 +46,8 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 export function redact(text: string): string {
   let out = text;
-  for (const secret of registered) {
+  longestFirst ??= [...registered].sort((a, b) => b.length - a.length);
+  for (const secret of longestFirst) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   for (const [re, replacement] of PATTERNS) out = out.replace(re, replacement);
@@ -53,4 +57,5 @@ export function redact(text: string): string {
 /** Test hook: forget registered secrets. */
 export function clearRegisteredSecrets(): void {
   registered.clear();
+  longestFirst = undefined;
 }
