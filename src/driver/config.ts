@@ -129,11 +129,46 @@ function clipValues(phrase: string): string {
   return clipped.length > MAX_PROBLEM_CHARS ? `${clipped.slice(0, MAX_PROBLEM_CHARS)}… (cut)` : clipped;
 }
 
+const KiB = 1024;
+const MiB = 1024 * KiB;
+/**
+ * The most a flag may hold. Rancher passes flags as arguments of rancher-machine, and Linux
+ * passes at most 128 KiB as one argument; the flags that can be whole documents (base64
+ * allowed) also come from a file or a Secret (the kubeconfig), and 2 MiB is more than any
+ * Kubernetes object can hold (a Secret holds at most 1 MiB, etcd takes 1.5 MiB a request).
+ * Beyond these a value is a mistake or an attack, refused before it is decoded or parsed.
+ */
+const DOCUMENT_FLAG_LIMIT = {
+  bytes: 2 * MiB,
+  shown: '2 MiB',
+  why: 'more than any Kubernetes object can hold',
+};
+const FLAG_LIMIT = { bytes: 128 * KiB, shown: '128 KiB', why: 'the most Linux passes as one argument' };
+const DOCUMENT_FLAGS: ReadonlySet<FlagSpec> = new Set([
+  FLAGS.kubeconfigContent,
+  FLAGS.userData,
+  FLAGS.networkData,
+  FLAGS.vmAffinity,
+]);
+/** User data and network data go together into the cloud-init Secret. */
+const CLOUD_INIT_SECRET_LIMIT = MiB;
+
+function size(bytes: number): string {
+  return bytes >= MiB ? `${(bytes / MiB).toFixed(1)} MiB` : `${Math.round(bytes / KiB)} KiB`;
+}
+
 class Problems {
   readonly list: ConfigProblem[] = [];
+  /** Flags refused for their size: what else could be said of them follows from it. */
+  private readonly oversized = new Set<FlagSpec>();
   add(spec: FlagSpec, phrase: string): void {
+    if (this.oversized.has(spec)) return;
     const flag = cliName(spec);
     this.list.push({ flag, message: `${flag}: ${clipValues(phrase)}` });
+  }
+  tooLarge(spec: FlagSpec, phrase: string): void {
+    this.add(spec, phrase);
+    this.oversized.add(spec);
   }
   addAll(spec: FlagSpec, phrases: readonly string[]): void {
     for (const p of phrases) this.add(spec, p);
@@ -150,9 +185,20 @@ class FlagReader {
   string(spec: FlagSpec): string {
     const v = this.values.get(spec.name);
     if (v === undefined) return spec.kind === 'string' ? spec.defaultValue : '';
-    if (typeof v === 'string') return v;
-    this.problems.add(spec, 'must be a string');
-    return '';
+    if (typeof v !== 'string') {
+      this.problems.add(spec, 'must be a string');
+      return '';
+    }
+    const limit = DOCUMENT_FLAGS.has(spec) ? DOCUMENT_FLAG_LIMIT : FLAG_LIMIT;
+    // Each UTF-16 unit is at least one byte: only a long value needs counting.
+    if (v.length > limit.bytes / 4 && Buffer.byteLength(v) > limit.bytes) {
+      this.problems.tooLarge(
+        spec,
+        `is ${size(Buffer.byteLength(v))}; at most ${limit.shown} is accepted (${limit.why})`,
+      );
+      return '';
+    }
+    return v;
   }
 
   int(spec: FlagSpec): number {
@@ -424,11 +470,20 @@ function checkAccess(cfg: DriverConfig, problems: Problems): void {
 }
 
 function checkCloudInit(cfg: DriverConfig, problems: Problems): void {
-  if (cfg.UserData !== '') {
-    const bad = cloudConfigProblem(cfg.UserData);
-    if (bad) problems.add(FLAGS.userData, bad);
+  const cloudInitBytes = Buffer.byteLength(cfg.UserData) + Buffer.byteLength(cfg.NetworkData);
+  if (cloudInitBytes > CLOUD_INIT_SECRET_LIMIT) {
+    const what = cfg.NetworkData === '' ? '' : `with ${cliName(FLAGS.networkData)} `;
+    problems.add(
+      FLAGS.userData,
+      `${what}is ${size(cloudInitBytes)}; the cloud-init Secret holds at most 1 MiB`,
+    );
+  } else {
+    if (cfg.UserData !== '') {
+      const bad = cloudConfigProblem(cfg.UserData);
+      if (bad) problems.add(FLAGS.userData, bad);
+    }
+    problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
   }
-  problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
   if (cfg.VMAffinity !== '') {
     let affinity: unknown;
     try {

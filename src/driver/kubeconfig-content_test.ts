@@ -40,6 +40,15 @@ describe('decodeBase64OrPlain', () => {
   });
 });
 
+describe('decodeBase64OrPlain: large values', () => {
+  it('decodes 6 MiB of base64 in linear time (no regex backtracking)', () => {
+    const text = 'apiVersion: v1\n'.repeat(300_000);
+    const started = performance.now();
+    assert.equal(decodeBase64OrPlain(b64(text)), text);
+    assert.ok(performance.now() - started < 2_000, `${performance.now() - started} ms`);
+  });
+});
+
 describe('kubeconfig validation and description', () => {
   it('describes a Rancher kubeconfig without its secret', () => {
     const d = describeKubeconfig(rancherKubeconfig());
