@@ -18,6 +18,8 @@ export interface RemovalPreview {
   wholeClusterAssumed: boolean;
   delete: { virtualMachines: PreviewItem[]; persistentVolumeClaims: PreviewItem[]; secrets: PreviewItem[] };
   keep: { persistentVolumeClaims: PreviewItem[] };
+  /** Claim names the VM uses that name no PVC of its namespace: never deleted, shown as written. */
+  refused: { claimNames: PreviewItem[] };
 }
 
 /** A kept item outside the VM's namespace is named "ns/name" by the plan. */
@@ -54,6 +56,7 @@ export function removalPreview(input: {
       wholeClusterAssumed: input.wholeClusterAssumed,
       delete: empty,
       keep: { persistentVolumeClaims: [] },
+      refused: { claimNames: [] },
     };
   }
   const ns = plan.namespace;
@@ -70,6 +73,8 @@ export function removalPreview(input: {
       secrets: plan.secrets.map((s) => item(ns, s)),
     },
     keep: { persistentVolumeClaims: plan.kept.map((k) => item(ns, k)) },
+    // Not item(): a refused name is the VM's text, and a "/" in it is no namespace.
+    refused: { claimNames: plan.refused.map((r) => ({ namespace: ns, name: r.name, reason: r.reason })) },
   };
 }
 
@@ -93,13 +98,23 @@ export function renderRemovalPreview(preview: RemovalPreview, storeDir: string):
     ...section('', 'Secret', preview.delete.secrets).slice(1),
   ];
   const keeps = section('keep:', 'PersistentVolumeClaim', preview.keep.persistentVolumeClaims);
+  const refused = preview.refused.claimNames;
+  const refusals =
+    refused.length === 0
+      ? []
+      : [
+          'refuse (claim names of the VM that are no PVC of its namespace):',
+          ...refused.map((r) => `  ${r.reason}`),
+        ];
   const counts =
     `${preview.delete.persistentVolumeClaims.length} volume(s) and ${preview.delete.secrets.length} Secret(s) deleted, ` +
-    `${preview.keep.persistentVolumeClaims.length} volume(s) kept`;
+    `${preview.keep.persistentVolumeClaims.length} volume(s) kept` +
+    (refused.length > 0 ? `, ${refused.length} claim name(s) refused` : '');
   return [
     `${header}`,
     ...deletes,
     ...keeps,
+    ...refusals,
     `and forget the machine (${storeDir}). ${counts}. Nothing was changed.`,
   ];
 }

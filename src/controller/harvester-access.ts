@@ -1,19 +1,28 @@
 // Talking to Harvester through a cloud credential: one client per credential Secret
 // version (a renewed credential gets a new client), the credential probe, and the VM
-// lookup + annotation. Secrets are registered for redaction when a client is made.
+// lookup + annotation. A version's secrets are registered for redaction when its client
+// is made and released when the version is replaced or the Secret deleted, so that a
+// controller running for months holds the live credentials' secrets only.
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import { KubeClient, KubeError } from '../kube/index.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
-import { registerSecret } from '../log/redact.js';
+import { registerSecret, SecretRegistration } from '../log/redact.js';
 import { credentialKubeconfig } from '../rancher/cloud-credential.js';
 import type { CleanupOutcome } from './gate-decision.js';
 import type { ProbeResult } from './credential-health.js';
 import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
 import type { SecretObject, VirtualMachineObject } from './types.js';
 
+interface CredentialVersion {
+  version: string;
+  /** Undefined while it is being made, or when the content could not make one. */
+  client?: KubeClient;
+  secrets: SecretRegistration;
+}
+
 export class HarvesterClients {
-  private readonly clients = new Map<string, { version: string; client: KubeClient }>();
+  private readonly clients = new Map<string, CredentialVersion>();
 
   constructor(private readonly options: { requestTimeoutMs?: number } = {}) {}
 
@@ -22,30 +31,35 @@ export class HarvesterClients {
     const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
     const version = secret.metadata.resourceVersion ?? '';
     const known = this.clients.get(key);
-    if (known?.version === version) return known.client;
-    known?.client.close();
-    this.clients.delete(key);
+    if (known?.version === version && known.client) return known.client;
+    this.forget(key);
     const raw = credentialKubeconfig(secret);
     if (raw === undefined) return undefined;
-    registerSecret(raw);
-    const content = decodeBase64OrPlain(raw.trim());
-    const client = KubeClient.fromKubeconfig(content, {
-      requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
-      // The work queue retries with backoff; a cleanup attempt itself stays short.
-      retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+    // Kept even when the content makes no client: its secrets stay registered while it is current.
+    const entry: CredentialVersion = { version, secrets: new SecretRegistration() };
+    this.clients.set(key, entry);
+    entry.client = entry.secrets.collect(() => {
+      registerSecret(raw);
+      const content = decodeBase64OrPlain(raw.trim());
+      return KubeClient.fromKubeconfig(content, {
+        requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
+        // The work queue retries with backoff; a cleanup attempt itself stays short.
+        retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+      });
     });
-    this.clients.set(key, { version, client });
-    return client;
+    return entry.client;
   }
 
+  /** The credential Secret is gone (or its version replaced): its client and secrets go. */
   forget(key: string): void {
-    this.clients.get(key)?.client.close();
+    const known = this.clients.get(key);
+    known?.client?.close();
+    known?.secrets.release();
     this.clients.delete(key);
   }
 
   closeAll(): void {
-    for (const { client } of this.clients.values()) client.close();
-    this.clients.clear();
+    for (const key of [...this.clients.keys()]) this.forget(key);
   }
 }
 

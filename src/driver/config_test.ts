@@ -272,6 +272,55 @@ describe('configFromFlags: malformed values', () => {
   });
 });
 
+describe('configFromFlags: oversized values', () => {
+  const MiB = 1024 * 1024;
+  const cloudConfig = (bytes: number): string => '#cloud-config\n' + '#'.repeat(bytes - 15) + '\n';
+
+  for (const flag of ['user-data', 'network-data', 'kubeconfig-content', 'vm-affinity']) {
+    it(`a 6 MiB base64 --harvester-${flag} is one problem naming the flag and the limit`, () => {
+      const err = problemsOf({ [flag]: b64(cloudConfig(4.5 * MiB)) });
+      const named = err.problems.filter((p) => p.flag === `--harvester-${flag}`);
+      assert.equal(named.length, 1, err.message);
+      assert.equal(
+        named[0]?.message,
+        `--harvester-${flag}: is 6.0 MiB; at most 2 MiB is accepted (more than any Kubernetes object can hold)`,
+      );
+    });
+  }
+
+  it('a 200 KiB value of a short flag is refused, naming the flag and the limit', () => {
+    const err = problemsOf({ 'ssh-user': 'u'.repeat(200 * 1024) });
+    assert.deepEqual(
+      err.problems.map((p) => p.message),
+      [
+        '--harvester-ssh-user: is 200 KiB; at most 128 KiB is accepted (the most Linux passes as one argument)',
+      ],
+    );
+  });
+
+  it('accepts large values an operator may really give: 1.3 MiB of base64 user data, 100 KiB disk info', () => {
+    const userData = cloudConfig(MiB - 64);
+    const cfg = build({ 'user-data': b64(userData).replace(/(.{76})/g, '$1\n') });
+    assert.equal(cfg.UserData, userData);
+  });
+
+  it('user data and network data that cannot fit the cloud-init Secret together are refused', () => {
+    const networkData = 'version: 2\nethernets: {eth0: {dhcp4: true}}\n#' + '#'.repeat(0.5 * MiB) + '\n';
+    const err = problemsOf({
+      'user-data': cloudConfig(0.75 * MiB),
+      'network-data': networkData,
+      'vm-affinity': '[',
+    });
+    assert.deepEqual(
+      err.problems.map((p) => p.message),
+      [
+        '--harvester-user-data: with --harvester-network-data is 1.3 MiB; the cloud-init Secret holds at most 1 MiB',
+        '--harvester-vm-affinity: is not valid JSON (plain or base64) of a Kubernetes affinity',
+      ],
+    );
+  });
+});
+
 describe('configFromFlags: what the Go driver saves', () => {
   it('converts as SetConfigFromFlags does', () => {
     const cfg = build({ 'memory-size': 8, 'reserved-memory-size': 256, 'disk-size': 40, 'cpu-count': 4 });

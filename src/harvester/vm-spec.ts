@@ -282,7 +282,8 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
     namespace,
     userData,
     networkData: cfg.NetworkData,
-    alwaysInSecret: ctx.cloudInitInSecret ?? false,
+    // A password inline would be readable by anyone who may read the VM (and in its history).
+    alwaysInSecret: (ctx.cloudInitInSecret ?? false) || cfg.SSHPassword !== '',
     labels: { [LABEL_CREATOR]: CREATOR, [LABEL_VM_NAME]: name },
   });
 

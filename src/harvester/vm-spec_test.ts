@@ -308,6 +308,18 @@ describe('buildVirtualMachine', () => {
     assert.equal(Buffer.from(asked.cloudInitSecret.data?.['userdata'] ?? '', 'base64').toString(), expected);
   });
 
+  it('with an SSH password, the user data is in the Secret, never inline in the VM (the Go driver inlines it)', () => {
+    const password = 'pw-Zq8w7e6r5t4y3u2i';
+    const { vm, cloudInitSecret } = buildVirtualMachine(exampleConfig({ SSHPassword: password }), context());
+    assert.deepEqual(vm.spec.template.spec.volumes?.[0], {
+      name: 'cloudinitdisk',
+      cloudInitNoCloud: { secretRef: { name: 'mycluster-pool1-7f8d9c5b6-x2v9q-cloudinit' } },
+    });
+    assert.ok(!JSON.stringify(vm).includes(password), 'the VM holds the password');
+    const userData = Buffer.from(cloudInitSecret?.data?.['userdata'] ?? '', 'base64').toString();
+    assert.match(userData, new RegExp(`password: ${password}\n`));
+  });
+
   it('fails clearly when the config cannot become a VM', () => {
     const cases: Array<[Partial<GoDriverConfig>, Partial<VmBuildContext>, RegExp]> = [
       [{}, { imageStorageClass: () => undefined }, /image default\/image-abc12 has no storage class yet/],

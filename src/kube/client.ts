@@ -91,6 +91,20 @@ function nameless(operation: string, name: string | undefined): Promise<never> |
  */
 const STARTUP_GRACE_MS = 30_000;
 
+/**
+ * Why client-node could not load a kubeconfig. js-yaml's message quotes what it read (an
+ * unquoted token beginning with "!" as a tag) and a snippet of the source: only where.
+ */
+function kubeconfigLoadProblem(err: unknown): string {
+  if (!(err instanceof Error)) return 'kubeconfig is unreadable';
+  const mark = (err as Error & { mark?: { line: number; column: number } }).mark;
+  if (err.name === 'YAMLException') {
+    return `kubeconfig is not valid YAML${mark ? ` (line ${mark.line + 1}, column ${mark.column + 1})` : ''}`;
+  }
+  // client-node's own messages name the entry ("users[0].name is missing").
+  return `kubeconfig is not valid: ${err.message.split('\n')[0] ?? ''}`;
+}
+
 export class KubeClient {
   readonly transport: Transport;
   private readonly requestTimeoutMs: number;
@@ -112,7 +126,13 @@ export class KubeClient {
   static fromKubeconfig(content: string, options: KubeClientOptions = {}): KubeClient {
     registerSecret(content);
     const kc = new KubeConfig();
-    kc.loadFromString(content);
+    try {
+      kc.loadFromString(content);
+    } catch (err) {
+      // No cause: the parser's error holds the content it quoted.
+      // eslint-disable-next-line preserve-caught-error
+      throw new Error(kubeconfigLoadProblem(err));
+    }
     return new KubeClient(kc, options);
   }
 

@@ -5,16 +5,19 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
-import { yamlProblem } from '../common/parse-problems.js';
+import { jsYamlProblem, yamlProblem } from '../common/parse-problems.js';
+import { registerSecret } from '../log/redact.js';
 import { describeToken } from './credential.js';
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// With the length a multiple of 4, this is canonical padded base64. No group is repeated:
+// V8 matches a repeated group by recursion, and megabytes of input overflowed the stack.
+const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 const LOOKS_LIKE_BASE64 = /^[A-Za-z0-9+/=\s]{16,}$/;
 
 function decodeBase64Strict(value: string): Buffer | undefined {
   // Go's base64.StdEncoding skips \r and \n; everything else must be canonical padded base64.
   const compact = value.replace(/[\r\n]/g, '');
-  if (compact === '' || !BASE64.test(compact)) return undefined;
+  if (compact === '' || compact.length % 4 !== 0 || !BASE64_CHARS.test(compact)) return undefined;
   return Buffer.from(compact, 'base64');
 }
 
@@ -65,9 +68,16 @@ export class KubeconfigError extends Error {
 function parseProblems(text: string): string[] {
   if (text.trim() === '') return ['is empty'];
   const doc = parseDocument(text);
-  const firstError = doc.errors[0];
+  // An unresolved tag is only a warning to `yaml`, but client-node's parser fails on it.
+  const firstError = doc.errors[0] ?? doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED');
   if (firstError) return [yamlProblem(firstError)];
-  const value: unknown = doc.toJS();
+  let value: unknown;
+  try {
+    value = doc.toJS();
+  } catch {
+    // An alias of no anchor (a value beginning with "*"); the message would name it.
+    return [yamlProblem({ code: 'BAD_ALIAS', message: '' })];
+  }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return LOOKS_LIKE_BASE64.test(text.trim())
       ? ['looks like base64 but is not valid base64 (truncated or corrupted?)']
@@ -100,14 +110,19 @@ interface Loaded {
 }
 
 function load(text: string): Loaded {
+  // Registered before anything reads it: whatever a parser echoes of it is redacted.
+  registerSecret(text);
   const kc = new KubeConfig();
   const problems = parseProblems(text);
   if (problems.length > 0) return { kc, problems };
   try {
     kc.loadFromString(text);
   } catch (err) {
-    // client-node's own messages name the entry ("users[0].name is missing"); a YAML error
-    // from its parser continues with a snippet of the source, so only the first line is kept.
+    // js-yaml's messages quote the source (a tag, an alias, a snippet): only where and why.
+    if (err instanceof Error && err.name === 'YAMLException') {
+      return { kc, problems: [jsYamlProblem(err as Error & Parameters<typeof jsYamlProblem>[0])] };
+    }
+    // client-node's own messages name the entry ("users[0].name is missing").
     const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
     return { kc, problems: [`is not a valid kubeconfig (${reason})`] };
   }

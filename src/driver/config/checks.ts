@@ -14,8 +14,9 @@ import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
 import { isValidLabelValue } from '../../harvester/labels.js';
 import { networkDataProblems } from '../../harvester/network-data.js';
 import { kubeconfigProblems } from '../../kube/kubeconfig-content.js';
-import { FLAGS, type FlagSpec } from '../flags.js';
+import { cliName, FLAGS, type FlagSpec } from '../flags.js';
 import type { DriverConfig } from './driver-config.js';
+import { CLOUD_INIT_SECRET_LIMIT, formatSize } from './flag-limits.js';
 import { clipValues, Problems, type ConfigProblem } from './problems.js';
 
 /** The JSON-valued flags whose text did not parse: later checks would only repeat the news. */
@@ -163,11 +164,20 @@ function checkAccess(cfg: DriverConfig, problems: Problems): void {
 }
 
 function checkCloudInit(cfg: DriverConfig, problems: Problems): void {
-  if (cfg.UserData !== '') {
-    const bad = cloudConfigProblem(cfg.UserData);
-    if (bad) problems.add(FLAGS.userData, bad);
+  const cloudInitBytes = Buffer.byteLength(cfg.UserData) + Buffer.byteLength(cfg.NetworkData);
+  if (cloudInitBytes > CLOUD_INIT_SECRET_LIMIT) {
+    const what = cfg.NetworkData === '' ? '' : `with ${cliName(FLAGS.networkData)} `;
+    problems.add(
+      FLAGS.userData,
+      `${what}is ${formatSize(cloudInitBytes)}; the cloud-init Secret holds at most 1 MiB`,
+    );
+  } else {
+    if (cfg.UserData !== '') {
+      const bad = cloudConfigProblem(cfg.UserData);
+      if (bad) problems.add(FLAGS.userData, bad);
+    }
+    problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
   }
-  problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
   if (cfg.VMAffinity !== '') {
     let affinity: unknown;
     try {

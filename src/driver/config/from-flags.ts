@@ -10,6 +10,7 @@ import type { FlagValues } from '../machine-driver.js';
 import { configProblems } from './checks.js';
 import { defaultHarvesterMachineOptions, type DriverConfig } from './driver-config.js';
 import { ConfigError, Problems } from './problems.js';
+import { oversizeProblem } from './flag-limits.js';
 
 /** Typed reads of RPCFlags values; absent → the flag's default, as rancher-machine fills them. */
 class FlagReader {
@@ -21,9 +22,16 @@ class FlagReader {
   string(spec: FlagSpec): string {
     const v = this.values.get(spec.name);
     if (v === undefined) return spec.kind === 'string' ? spec.defaultValue : '';
-    if (typeof v === 'string') return v;
-    this.problems.add(spec, 'must be a string');
-    return '';
+    if (typeof v !== 'string') {
+      this.problems.add(spec, 'must be a string');
+      return '';
+    }
+    const oversize = oversizeProblem(spec, v);
+    if (oversize) {
+      this.problems.tooLarge(spec, oversize);
+      return '';
+    }
+    return v;
   }
 
   int(spec: FlagSpec): number {
