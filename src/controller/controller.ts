@@ -205,6 +205,17 @@ export class CleanupController {
     });
   }
 
+  /**
+   * Stops acting at once (leadership lost): no queued or retried work starts any more and
+   * the status summary is not written again. What is in flight is left to the process
+   * exit that follows; stop() still releases everything.
+   */
+  halt(): void {
+    this.stopped = true;
+    for (const q of [this.machineQueue, this.credentialQueue, this.clusterQueue]) void q.stop();
+    void this.status.stop({ flush: false });
+  }
+
   /** Resolves when no work is queued or running (tests, benchmarks). */
   async idle(): Promise<void> {
     await Promise.all([this.machineQueue.idle(), this.credentialQueue.idle(), this.clusterQueue.idle()]);
