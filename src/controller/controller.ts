@@ -13,7 +13,7 @@ import { formatSecretRef } from './credential-choice.js';
 import { EventRecorder } from './events.js';
 import { HarvesterClients } from './harvester-access.js';
 import { MachineReconciler } from './machine-reconciler.js';
-import { controllerMetrics, type ControllerMetrics } from './metrics.js';
+import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 import { buildSummary, StatusWriter } from './status-report.js';
 import type { HarvesterMachine } from './types.js';
@@ -71,6 +71,7 @@ export class CleanupController {
         maxDelayMs: 30_000,
         logger: logger.child({ queue: name }),
         onError: () => this.metrics.reconcileErrors.inc({ queue: name }),
+        metrics: workQueueMetrics(this.metrics, name),
       });
     this.status = new StatusWriter(
       client,

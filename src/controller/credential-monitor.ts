@@ -23,7 +23,7 @@ import {
 } from './credential-health.js';
 import type { EventRecorder } from './events.js';
 import { probeCredential, type HarvesterClients } from './harvester-access.js';
-import type { ControllerMetrics } from './metrics.js';
+import { replaceAll, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 
 export interface CredentialRecord {
@@ -263,8 +263,13 @@ export class CredentialMonitor {
       (['valid', 'expiring-soon', 'expired', 'rejected', 'invalid', 'unknown'] as const).map((s) => [s, 0]),
     );
     for (const r of this.records.values()) counts.set(r.health.state, (counts.get(r.health.state) ?? 0) + 1);
-    metrics.credentials.replaceAll([...counts].map(([state, n]) => [{ state }, n]));
-    metrics.credentialExpiry.replaceAll(
+    replaceAll(
+      metrics.credentials,
+      [...counts].map(([state, n]) => [{ state }, n]),
+    );
+    replaceAll(
+      metrics.credentialExpiry,
+
       [...this.records.values()]
         .filter((r) => r.health.expiresAt)
         .map((r) => [{ secret: r.secret }, Math.floor((r.health.expiresAt?.getTime() ?? 0) / 1000)]),

@@ -42,7 +42,9 @@ export async function run(
     : inClusterKubeconfig(env);
   const client = KubeClient.fromKubeconfig(kubeconfig);
   const exit = hooks.exit ?? ((code: number) => process.exit(code));
-  const metrics = controllerMetrics();
+  const metrics = controllerMetrics({ processMetrics: true });
+  const lease = { name: config.leaderElection.name };
+  metrics.leaderElection.set(lease, 0);
   let controller: CleanupController | undefined;
   let leading = false;
   let exiting = false;
@@ -50,6 +52,7 @@ export async function run(
   const startLeading = (): void => {
     leading = true;
     metrics.leader.set({}, 1);
+    metrics.leaderElection.set(lease, 1);
     controller = new CleanupController({ client, config, logger, metrics });
     controller.start().catch((err: unknown) => {
       logger.error('controller failed to start', { error: err instanceof Error ? err.message : String(err) });
@@ -67,6 +70,7 @@ export async function run(
         onStoppedLeading: () => {
           leading = false;
           metrics.leader.set({}, 0);
+          metrics.leaderElection.set(lease, 0);
           if (exiting) return;
           // Another replica may take over once the lease duration is up: stop acting now,
           // then exit; a clean shutdown could wait on requests that no longer get answers.
@@ -80,7 +84,8 @@ export async function run(
   const server = await startHttpServer(config.metricsBindAddress, {
     healthy: () => true,
     ready: () => (leading ? (controller?.ready ?? false) : true),
-    metrics: () => metrics.registry.render(),
+    metrics: () => metrics.registry.metrics(),
+    metricsContentType: metrics.registry.contentType,
   });
   logger.info('serving /metrics /healthz /readyz', { address: config.metricsBindAddress });
 

@@ -82,6 +82,7 @@ let standIn: CapiStandIn | undefined;
 let silent: Awaited<ReturnType<typeof silentServer>> | undefined;
 let stopController: (() => Promise<void>) | undefined;
 let logLines: string[] = [];
+let metricsPort = 0;
 
 before(async () => {
   rancher = await startControlPlane({ name: 'rancher', controllerManager: false });
@@ -105,6 +106,7 @@ before(async () => {
     gateDeadline: `${DEADLINE_MS / 1000}s`,
   });
   stopController = started.stop;
+  metricsPort = started.controller.port;
   logLines = started.logLines;
 });
 after(async () => {
@@ -269,9 +271,49 @@ async function releaseLateness(
   return lateness;
 }
 
+const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+
+/** The value of one series in the text exposition (0 when absent). */
+function sample(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+/** What an operator's dashboards read: present, and moved by what the test did. */
+function assertMetricsMoved(before: string, after: string): void {
+  const moved = (series: string, by = 1): void =>
+    assert.ok(
+      sample(after, series) - sample(before, series) >= by,
+      `${series}: ${sample(before, series)} → ${sample(after, series)}`,
+    );
+  moved('harvester_machine_cleanup_gate_releases_total{reason="deadline"}', 3);
+  moved('harvester_machine_cleanup_failures_total{reason="HarvesterCredentialInvalid"}', 2);
+  moved('controller_runtime_reconcile_total{controller="machines",result="success"}');
+  moved('controller_runtime_reconcile_total{controller="machines",result="requeue_after"}', 2);
+  moved('controller_runtime_reconcile_time_seconds_count{controller="machines"}', 3);
+  moved('workqueue_adds_total{name="machines"}', 3);
+  moved('workqueue_queue_duration_seconds_count{name="machines"}', 3);
+  moved('workqueue_work_duration_seconds_count{name="credentials"}', 3);
+  moved('process_cpu_user_seconds_total', 0.01);
+  for (const series of [
+    'leader_election_master_status{name="harvester-machine-controller"}',
+    'harvester_machine_controller_leader',
+  ])
+    assert.equal(sample(after, series), 1, series);
+  assert.equal(sample(after, 'harvester_machine_credentials{state="invalid"}'), 2);
+  for (const name of [
+    'workqueue_depth',
+    'workqueue_retries_total',
+    'controller_runtime_reconcile_errors_total',
+    'nodejs_heap_size_used_bytes',
+  ])
+    assert.match(after, new RegExp(`^# TYPE ${name} `, 'm'));
+}
+
 describe('cleanup gate deadline', () => {
   it('holds an unusable credential with its own reason and releases every gate at the deadline', async (t) => {
     const { admin } = cp();
+    const metricsBefore = await scrape();
     const { guests, deletedAt } = await deleteThreeClusters();
     const summary = await assertHeld(guests);
     const lateness = await releaseLateness(guests, deletedAt);
@@ -284,6 +326,9 @@ describe('cleanup gate deadline', () => {
     const released = await eventsOn(guests.noContext, 'CleanupGateDeadlineExceeded');
     assert.match(released[0]?.message ?? '', /HarvesterCredentialInvalid/);
 
+    const metrics = await scrape();
+    assertMetricsMoved(metricsBefore, metrics);
+
     const messages = async (namespace: string): Promise<string[]> =>
       (await admin.list<Event>(Resources.event, { namespace })).items.map((e) => e.message ?? '');
     const secretEvents = await messages(CLOUD_CREDENTIAL_NAMESPACE);
@@ -295,6 +340,7 @@ describe('cleanup gate deadline', () => {
       Events: [...(await messages(NS)), ...secretEvents].join('\n'),
       logs: logLines.join('\n'),
       summary,
+      metrics,
     };
     for (const token of Object.values(TOKENS))
       for (const [where, text] of Object.entries(seen))
