@@ -22,6 +22,8 @@ export type CleanupControllerConfig = Pick<
   ControllerConfig,
   | 'namespaces'
   | 'credentialNamespace'
+  | 'credentialLabelSelector'
+  | 'credentialFieldSelector'
   | 'hookName'
   | 'gateDeadlineMs'
   | 'probeIntervalMs'
@@ -57,7 +59,10 @@ export class CleanupController {
   constructor(private readonly options: CleanupControllerOptions) {
     const { client, config, logger } = options;
     this.metrics = options.metrics ?? controllerMetrics();
-    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger);
+    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger, {
+      labelSelector: config.credentialLabelSelector,
+      fieldSelector: config.credentialFieldSelector,
+    });
     const events = new EventRecorder(client, logger, config.identity);
     this.events = events;
     const queue = (
