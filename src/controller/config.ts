@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
+import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
 
 export interface ControllerConfig {
   /** Path of the Rancher local cluster's kubeconfig; undefined = in-cluster service account. */
@@ -11,6 +12,12 @@ export interface ControllerConfig {
   /** Namespaces holding the provisioning clusters and machines; [] = all namespaces. */
   namespaces: string[];
   credentialNamespace: string;
+  /**
+   * Narrow the credential watch (docs/decisions/0005-cleanup-gate.md#what-the-controller-may-read):
+   * only Secrets that match are ever sent to the controller.
+   */
+  credentialLabelSelector?: string | undefined;
+  credentialFieldSelector?: string | undefined;
   hookName: string;
   /** After a Machine's deletion, how long a failing cleanup may hold its gate. */
   gateDeadlineMs: number;
@@ -62,6 +69,8 @@ interface FlagValues {
   kubeconfig?: string;
   namespace?: string[];
   credentialNamespace?: string;
+  credentialLabelSelector?: string;
+  credentialFieldSelector?: string;
   hookName?: string;
   gateDeadline?: string;
   probeInterval?: string;
@@ -97,6 +106,14 @@ function controllerCommand(output: { text: string }): Command {
     .option(
       '--credential-namespace <ns>',
       `cloud credentials (env CREDENTIAL_NAMESPACE; default ${CLOUD_CREDENTIAL_NAMESPACE})`,
+    )
+    .option(
+      '--credential-label-selector <selector>',
+      'watch only the credential Secrets with these labels, e.g. harvester-machine.io/credential=true (env CREDENTIAL_LABEL_SELECTOR; default all)',
+    )
+    .option(
+      '--credential-field-selector <selector>',
+      'watch only the credential Secrets matching this field selector, e.g. type=provisioning.cattle.io/cloud-credential (env CREDENTIAL_FIELD_SELECTOR; default all)',
     )
     .option('--hook-name <name>', `pre-terminate hook name (env HOOK_NAME; default ${DEFAULT_HOOK_NAME})`)
     .option(
@@ -178,6 +195,18 @@ export function parseConfig(
       `--hook-name: "${hookName}" is not a valid annotation name part (lower-case alphanumerics, '-', '.')`,
     );
   }
+  const selector = (
+    flag: string | undefined,
+    envName: string,
+    name: string,
+    problemOf: (s: string) => string | undefined,
+  ): string | undefined => {
+    const value = (flag ?? env[envName])?.trim();
+    if (!value) return undefined;
+    const problem = problemOf(value);
+    if (problem) throw new ConfigError(`--${name}: "${value}" ${problem}`);
+    return value;
+  };
   const duration = (flag: string | undefined, envName: string, fallback: string, name: string): number => {
     try {
       return parseDuration(pick(flag, envName, fallback));
@@ -189,6 +218,18 @@ export function parseConfig(
     kubeconfigPath: values.kubeconfig ?? env.RANCHER_KUBECONFIG ?? undefined,
     namespaces: namespaces.includes('*') ? [] : namespaces,
     credentialNamespace: pick(values.credentialNamespace, 'CREDENTIAL_NAMESPACE', CLOUD_CREDENTIAL_NAMESPACE),
+    credentialLabelSelector: selector(
+      values.credentialLabelSelector,
+      'CREDENTIAL_LABEL_SELECTOR',
+      'credential-label-selector',
+      labelSelectorProblem,
+    ),
+    credentialFieldSelector: selector(
+      values.credentialFieldSelector,
+      'CREDENTIAL_FIELD_SELECTOR',
+      'credential-field-selector',
+      secretFieldSelectorProblem,
+    ),
     hookName,
     gateDeadlineMs: duration(values.gateDeadline, 'GATE_DEADLINE', '30m', 'gate-deadline'),
     probeIntervalMs: duration(values.probeInterval, 'PROBE_INTERVAL', '10m', 'probe-interval'),

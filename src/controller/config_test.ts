@@ -60,3 +60,39 @@ describe('inClusterKubeconfig', () => {
     assert.throws(() => inClusterKubeconfig({}), ConfigError);
   });
 });
+
+describe('credential selectors', () => {
+  it('takes label and field selectors from flags or the environment', () => {
+    const c = parseConfig(['--credential-label-selector', 'harvester-machine.io/credential=true'], {
+      CREDENTIAL_FIELD_SELECTOR: 'type=provisioning.cattle.io/cloud-credential',
+    });
+    assert.equal(c.credentialLabelSelector, 'harvester-machine.io/credential=true');
+    assert.equal(c.credentialFieldSelector, 'type=provisioning.cattle.io/cloud-credential');
+    assert.equal(parseConfig([], {}).credentialLabelSelector, undefined);
+  });
+  it('accepts what the apiserver accepts', () => {
+    for (const s of ['a', '!a', 'a=b', 'a==b', 'a!=b', 'x.io/a in (b, c),d notin (e)', 'a=', 'team,x.io/y=z'])
+      assert.doesNotThrow(() => parseConfig(['--credential-label-selector', s], {}), s);
+    for (const s of ['type=Opaque', 'metadata.name!=cc-1,type==x'])
+      assert.doesNotThrow(() => parseConfig(['--credential-field-selector', s], {}), s);
+  });
+  it('refuses, naming the flag, a selector the apiserver would answer with 400 on every list', () => {
+    for (const [flag, s, why] of [
+      ['--credential-label-selector', 'a b', /is not a requirement/],
+      ['--credential-label-selector', 'a=,', /empty requirement/],
+      ['--credential-label-selector', 'Bad_Prefix/x=1', /prefix before "\/" is not a DNS subdomain/],
+      ['--credential-label-selector', `a=${'x'.repeat(64)}`, /is not a label value/],
+      ['--credential-field-selector', 'data.kubeconfig=x', /cannot select Secrets \(only metadata.name/],
+      ['--credential-field-selector', 'type', /is not a requirement/],
+    ] as const)
+      assert.throws(
+        () => parseConfig([flag, s], {}),
+        (err: Error) => {
+          assert.ok(err instanceof ConfigError);
+          assert.match(err.message, new RegExp(`^${flag}: `));
+          assert.match(err.message, why);
+          return true;
+        },
+      );
+  });
+});

@@ -14,7 +14,7 @@ import { formatSecretRef } from './credential-choice.js';
 import { EventRecorder } from './events.js';
 import { HarvesterClients } from './harvester-access.js';
 import { MachineReconciler } from './machine-reconciler.js';
-import { controllerMetrics, type ControllerMetrics } from './metrics.js';
+import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 import { buildSummary, StatusWriter } from './status-report.js';
 import type { HarvesterMachine } from './types.js';
@@ -23,6 +23,8 @@ export type CleanupControllerConfig = Pick<
   ControllerConfig,
   | 'namespaces'
   | 'credentialNamespace'
+  | 'credentialLabelSelector'
+  | 'credentialFieldSelector'
   | 'hookName'
   | 'gateDeadlineMs'
   | 'probeIntervalMs'
@@ -58,7 +60,10 @@ export class CleanupController {
   constructor(private readonly options: CleanupControllerOptions) {
     const { client, config, logger } = options;
     this.metrics = options.metrics ?? controllerMetrics();
-    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger);
+    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger, {
+      labelSelector: config.credentialLabelSelector,
+      fieldSelector: config.credentialFieldSelector,
+    });
     const events = new EventRecorder(client, logger, config.identity);
     this.events = events;
     const queue = (
@@ -72,6 +77,7 @@ export class CleanupController {
         maxDelayMs: 30_000,
         logger: logger.child({ queue: name }),
         onError: () => this.metrics.reconcileErrors.inc({ queue: name }),
+        metrics: workQueueMetrics(this.metrics, name),
       });
     this.status = new StatusWriter(
       client,
@@ -203,6 +209,17 @@ export class CleanupController {
       credentials: caches.credentials.size,
       ...memoryFigures(),
     });
+  }
+
+  /**
+   * Stops acting at once (leadership lost): no queued or retried work starts any more and
+   * the status summary is not written again. What is in flight is left to the process
+   * exit that follows; stop() still releases everything.
+   */
+  halt(): void {
+    this.stopped = true;
+    for (const q of [this.machineQueue, this.credentialQueue, this.clusterQueue]) void q.stop();
+    void this.status.stop({ flush: false });
   }
 
   /** Resolves when no work is queued or running (tests, benchmarks). */

@@ -5,9 +5,9 @@
 // controller running for months holds the live credentials' secrets only.
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import { KubeClient, KubeError } from '../kube/index.js';
-import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
+import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
-import { registerSecret, SecretRegistration } from '../log/redact.js';
+import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
 import { credentialKubeconfig } from '../rancher/cloud-credential.js';
 import type { CleanupOutcome } from './gate-decision.js';
 import type { ProbeResult } from './credential-health.js';
@@ -26,7 +26,11 @@ export class HarvesterClients {
 
   constructor(private readonly options: { requestTimeoutMs?: number } = {}) {}
 
-  /** The client for a credential Secret's current content; undefined when it holds no kubeconfig. */
+  /**
+   * The client for a credential Secret's current content; undefined when it holds no
+   * kubeconfig. Throws KubeconfigError, whose message names what is wrong and holds none of
+   * the content, when the kubeconfig cannot be used (not YAML, no current context, ...).
+   */
   forSecret(secret: SecretObject): KubeClient | undefined {
     const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
     const version = secret.metadata.resourceVersion ?? '';
@@ -41,11 +45,20 @@ export class HarvesterClients {
     entry.client = entry.secrets.collect(() => {
       registerSecret(raw);
       const content = decodeBase64OrPlain(raw.trim());
-      return KubeClient.fromKubeconfig(content, {
-        requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
-        // The work queue retries with backoff; a cleanup attempt itself stays short.
-        retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
-      });
+      const problems = kubeconfigProblems(content);
+      if (problems.length > 0) throw new KubeconfigError(problems);
+      try {
+        return KubeClient.fromKubeconfig(content, {
+          requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
+          // The work queue retries with backoff; a cleanup attempt itself stays short.
+          retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+        });
+      } catch (err) {
+        // What the checks above let through (certificate data that does not parse, ...): the
+        // first line of client-node's message, redacted, and never the error itself as cause.
+        const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
+        throw new KubeconfigError([`cannot be loaded (${redact(reason)})`]);
+      }
     });
     return entry.client;
   }
