@@ -118,6 +118,19 @@ export class MachineReconciler {
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
 
+    const outcome = await this.cleanupOutcome(key, machine, hm, provisioningCluster, clusterName);
+    return this.settle(machine, key, hookPresent, outcome);
+  }
+
+  /** The outcome of this pass's cleanup of a Machine's VM. */
+  private async cleanupOutcome(
+    key: string,
+    machine: CapiMachine,
+    hm: NonNullable<ReturnType<RancherCaches['harvesterMachines']['get']>>,
+    provisioningCluster: ReturnType<RancherCaches['provisioningClusters']['get']>,
+    clusterName: string,
+  ): Promise<CleanupOutcome> {
+    const { caches } = this.deps;
     // The deadline is fixed before any Harvester I/O, and the attempt cannot outlast it nor
     // throw past it: whatever the credential holds and however Harvester behaves, the gate
     // is released at the deadline (docs/decisions/0005-cleanup-gate.md). A successful cleanup
@@ -151,7 +164,7 @@ export class MachineReconciler {
               message: previous?.message ?? '',
             };
     if (outcome.kind !== 'failed') this.pendingRelease.set(key, { uid: machine.metadata.uid, outcome });
-    return this.settle(machine, key, hookPresent, outcome);
+    return outcome;
   }
 
   /** After a cleanup attempt: release (success or deadline) or hold and retry. */
