@@ -33,6 +33,9 @@ const PATTERNS: Array<[RegExp, string]> = [
   ],
   // Authorization headers
   [/(\bBearer\s+)[A-Za-z0-9._~+/=:-]+/g, `$1${REDACTED}`],
+  [/(\bBasic\s+)[A-Za-z0-9+/=]{8,}/g, `$1${REDACTED}`],
+  // The password of a URL's user:password@ (a proxy URL in HTTPS_PROXY or proxy-url)
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)[^\s/@]+@/gi, `$1${REDACTED}@`],
   // Rancher tokens kubeconfig-u-xxx:secret / kubeconfig-user-xxx:secret / token-xxx:secret (keep the name)
   [/\b((?:kubeconfig-u|kubeconfig-user|token)-[a-z0-9]+):[A-Za-z0-9]{16,}/g, `$1:${REDACTED}`],
   // Kubernetes bootstrap tokens <id>.<secret> (keep the id)
