@@ -3,10 +3,14 @@
 // so every place that reports on a credential says the same thing and none leaks it.
 // Nothing here returns or embeds a token, password, key or the content itself.
 
-import { KubeConfig } from '@kubernetes/client-node';
+import fs from 'node:fs';
+import { KubeConfig, type User } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { yamlProblem } from '../common/parse-problems.js';
 import { describeToken } from './credential.js';
+import { kubeConfigFromText } from './kubeconfig-loading.js';
+import { parseKubeconfigProxy } from './proxy-environment.js';
+import { tokenFileOf } from './token-file.js';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const LOOKS_LIKE_BASE64 = /^[A-Za-z0-9+/=\s]{16,}$/;
@@ -94,22 +98,30 @@ function serverProblem(server: string, skipTLSVerify: boolean): string | undefin
   return undefined;
 }
 
+function readable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 interface Loaded {
   kc: KubeConfig;
   problems: string[];
 }
 
 function load(text: string): Loaded {
-  const kc = new KubeConfig();
+  let kc = new KubeConfig();
   const problems = parseProblems(text);
   if (problems.length > 0) return { kc, problems };
   try {
-    kc.loadFromString(text);
+    // client-node's own messages name the entry ("users[0].name is missing").
+    kc = kubeConfigFromText(text, 'kubeconfig');
   } catch (err) {
-    // client-node's own messages name the entry ("users[0].name is missing"); a YAML error
-    // from its parser continues with a snippet of the source, so only the first line is kept.
-    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
-    return { kc, problems: [`is not a valid kubeconfig (${reason})`] };
+    const reason = err instanceof Error ? err.message.replace(/^kubeconfig: /, '') : 'unreadable';
+    return { kc, problems: [reason] };
   }
   const contextName = kc.getCurrentContext();
   if (!contextName) return { kc, problems: ['has no current-context'] };
@@ -122,10 +134,19 @@ function load(text: string): Loaded {
   } else {
     const bad = serverProblem(cluster.server, cluster.skipTLSVerify);
     if (bad) problems.push(bad);
+    if (cluster.proxyUrl) {
+      const proxy = parseKubeconfigProxy(cluster.proxyUrl);
+      if (typeof proxy === 'string') problems.push(`has a cluster ${proxy}`);
+    }
   }
   if (!context.user) problems.push(`context "${contextName}" names no user`);
   else if (!kc.getUser(context.user)) {
     problems.push(`context "${contextName}" names user "${context.user}", which is not in users`);
+  } else {
+    const tokenFile = tokenFileOf(kc.getUser(context.user));
+    if (tokenFile && !readable(tokenFile)) {
+      problems.push(`user "${context.user}" has token-file ${tokenFile}, which cannot be read`);
+    }
   }
   return { kc, problems };
 }
@@ -153,6 +174,15 @@ function serverWithoutUserinfo(server: string): string {
   }
 }
 
+function authKindOf(user: User | null): KubeconfigAuthKind {
+  if (user?.token || tokenFileOf(user)) return 'token';
+  if (user?.certData || user?.certFile) return 'client-cert';
+  // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
+  if (user?.exec || user?.authProvider) return 'exec';
+  if (user?.username && user.password) return 'basic';
+  return 'none';
+}
+
 /** Describes a decoded kubeconfig without any secret; throws KubeconfigError when unusable. */
 export function describeKubeconfig(text: string): KubeconfigDescription {
   const kc = loadKubeconfig(text);
@@ -166,18 +196,11 @@ export function describeKubeconfig(text: string): KubeconfigDescription {
     userName: user?.name ?? '',
     authKind: 'none',
   };
+  description.authKind = authKindOf(user);
   if (user?.token) {
-    description.authKind = 'token';
     const { name, expiresAt } = describeToken(user.token);
     if (name) description.tokenName = name;
     if (expiresAt) description.tokenExpiresAt = expiresAt;
-  } else if (user?.certData || user?.certFile) {
-    description.authKind = 'client-cert';
-  } else if (user?.exec || user?.authProvider) {
-    // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
-    description.authKind = 'exec';
-  } else if (user?.username && user.password) {
-    description.authKind = 'basic';
   }
   return description;
 }
