@@ -4,6 +4,7 @@
 // (squid resolves them), since Go never sends localhost or loopback through them.
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { KubeClient } from '../src/kube/client.js';
@@ -14,6 +15,7 @@ import { freePort } from '../sandbox/control-plane/ports.js';
 import { issueCert } from '../sandbox/control-plane/pki.js';
 import { useControlPlane } from './support/control-plane-fixture.js';
 import { eventually } from './support/eventually.js';
+import { CliRunner, kubeconfigFile, tempDir } from './cli-harness.js';
 import { addHostsEntry, startMicrosocks, startSquid, type Squid } from './support/proxies.js';
 
 const NAME = 'kube.hm-proxy.test';
@@ -129,6 +131,21 @@ describe('proxies from the environment (HTTPS_PROXY, NO_PROXY)', () => {
     } finally {
       hosts.remove();
     }
+  });
+
+  it('the built CLI takes HTTPS_PROXY from its environment and merges its $KUBECONFIG list', async () => {
+    const dir = tempDir('hm-cli-proxy-');
+    const cli = new CliRunner(path.join(dir, 'store'));
+    const file = kubeconfigFile(dir, 'by-name', byName());
+    const kubeconfigList = [path.join(dir, 'absent.kubeconfig'), file].join(path.delimiter);
+    const target = `${NAME}:${port()}`;
+    const before = tunnelsTo(squid, target);
+    const result = await cli.run(['doctor'], { env: { HTTPS_PROXY: squid.url, KUBECONFIG: kubeconfigList } });
+    const line = (check: string): string =>
+      result.stdout.split('\n').find((l) => l.includes(`${check}:`)) ?? '';
+    assert.match(line('reachable'), /^PASS /, result.stdout + result.stderr);
+    assert.match(line('credential accepted'), /^PASS /);
+    await eventually('the CLI’s tunnel is logged', () => Promise.resolve(tunnelsTo(squid, target) > before));
   });
 
   it('sends an http:// server’s requests to the proxy as whole URLs (no CONNECT)', async () => {
