@@ -24,7 +24,7 @@ export interface LoadingRules {
   /** KUBECONFIG, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are read here. */
   env: Env;
   home?: string;
-  /** Read after the default files (the Go driver's loader adds k3s's kubeconfigs). */
+  /** Read after ~/.kube/config when $KUBECONFIG is unset (the Go driver's loader adds k3s's). */
   extraFiles?: readonly string[];
   /** Use the pod's service account: 'fallback' when no file gave a config, 'first' before the files. */
   inCluster?: 'fallback' | 'first' | false;
@@ -221,7 +221,7 @@ export function kubeconfigFiles(rules: LoadingRules): { files: string[]; source:
   const extra = rules.extraFiles ?? [];
   if (list) {
     const files = [...new Set(list.split(path.delimiter).filter((f) => f !== ''))];
-    return { files: [...files, ...extra], source: `$KUBECONFIG (${list})`, explicit: false };
+    return { files, source: `$KUBECONFIG (${list})`, explicit: false };
   }
   const home = path.join(rules.home ?? os.homedir(), '.kube', 'config');
   return { files: [home, ...extra], source: home, explicit: false };
