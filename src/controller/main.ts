@@ -4,9 +4,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { KubeClient } from '../kube/index.js';
-import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { ConfigError, HelpRequested, parseConfig, type ControllerConfig } from './config.js';
+import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
@@ -17,31 +17,6 @@ export interface Running {
   /** The metrics/health port (useful with port 0). */
   port: number;
   shutdown: () => Promise<void>;
-}
-
-/**
- * client-go's BuildConfigFromFlags: the explicit file, else the pod's service account (its
- * projected token read again when it rotates), else $KUBECONFIG or ~/.kube/config.
- */
-export function rancherKubeconfig(
-  config: Pick<ControllerConfig, 'kubeconfigPath' | 'kubeContext'>,
-  env: Record<string, string | undefined>,
-  inClusterRoot = '',
-): LoadedKubeconfig {
-  try {
-    return loadKubeconfig({
-      ...(config.kubeconfigPath ? { explicitPath: config.kubeconfigPath } : {}),
-      ...(config.kubeContext ? { context: config.kubeContext } : {}),
-      env,
-      inCluster: 'first',
-      inClusterRoot,
-    });
-  } catch (err) {
-    if (err instanceof KubeconfigLoadError) {
-      throw new ConfigError(`${err.message}: pass --kubeconfig or RANCHER_KUBECONFIG, or run in a cluster`);
-    }
-    throw err;
-  }
 }
 
 export async function run(
