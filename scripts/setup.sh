@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything the tests, the sandbox and the walkthrough need, on a fresh machine:
-# npm packages (from the lockfile), Debian's etcd-server and openssl, kube-apiserver and
+# npm packages (from the lockfile), Debian's etcd-server, openssl, squid and microsocks, kube-apiserver and
 # kube-controller-manager, and Cluster API's controller-manager (sandbox/capi), built from the
-# Go module proxy (cached outside the repo), and the compiled TypeScript. Idempotent: a second run reuses everything and takes seconds.
+# Go module proxy (cached outside the repo), and the compiled TypeScript. Idempotent: a second
+# run reuses everything and takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,7 @@ if ! command -v openssl >/dev/null 2>&1; then
 fi
 
 bash scripts/setup-executable-tools.sh
+bash scripts/setup-proxies.sh
 
 lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ "$(cat node_modules/.hm-lock-sum 2>/dev/null)" != "$lock_sum" ]; then

@@ -1,6 +1,6 @@
 // Rancher's machine provisioning for one rke-machine.cattle.io HarvesterMachine, as Rancher's
 // own controllers run it (rancher/rancher pkg/controllers/capr/machineprovision controller.go
-// and args.go, pkg/controllers/capr/machinenodelookup; rancher.md §2), with the jobs pluggable:
+// and args.go, pkg/controllers/capr/machinenodelookup; docs/upstream/rancher.md#provisioning-jobs), with the jobs pluggable:
 // - OnChange: the `machine-provision-remove` finalizer, the `rke.cattle.io/capi-machine-name`
 //   label, then — once the CAPI Cluster's infrastructure is ready and Cluster API copied the
 //   bootstrap Secret's name into the Machine — the create job (condition CreateJob), after which

@@ -1,4 +1,4 @@
-// The jobs Rancher's machine provisioning runs for an infra machine (rancher.md §2), as the
+// The jobs Rancher's machine provisioning runs for an infra machine (docs/upstream/rancher.md#provisioning-jobs), as the
 // stand-in plugs them in: their context (the environment built from the cloud credential when
 // the job is built), their record, and Rancher's naming of the credential's variables.
 import type { StandInHarvesterMachine } from './machine-provision.js';

@@ -41,10 +41,3 @@ export function yamlProblem(error: {
   const at = error.linePos?.[0];
   return `is not valid YAML (${at ? `line ${at.line}, column ${at.col}: ` : ''}${reason})`;
 }
-
-/** The same for js-yaml's YAMLException (what @kubernetes/client-node parses with). */
-export function jsYamlProblem(error: { reason?: string; mark?: { line: number; column: number } }): string {
-  const reason = scrubbed(error.reason ?? '');
-  const at = error.mark ? `line ${error.mark.line + 1}, column ${error.mark.column + 1}` : '';
-  return `is not valid YAML (${[at, reason].filter((p) => p !== '').join(': ') || 'unreadable'})`;
-}

@@ -7,8 +7,13 @@ import { DEFAULT_HOOK_NAME } from './constants.js';
 import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
 
 export interface ControllerConfig {
-  /** Path of the Rancher local cluster's kubeconfig; undefined = in-cluster service account. */
+  /**
+   * Path of the Rancher local cluster's kubeconfig; undefined = client-go's rules without an
+   * explicit file: the pod's service account, else $KUBECONFIG or ~/.kube/config.
+   */
   kubeconfigPath: string | undefined;
+  /** --context: a context of that kubeconfig other than its current-context. */
+  kubeContext: string | undefined;
   /** Namespaces holding the provisioning clusters and machines; [] = all namespaces. */
   namespaces: string[];
   credentialNamespace: string;
@@ -67,6 +72,7 @@ export class HelpRequested extends ConfigError {
 /** The flag values as commander hands them over: absent flags are undefined. */
 interface FlagValues {
   kubeconfig?: string;
+  context?: string;
   namespace?: string[];
   credentialNamespace?: string;
   credentialLabelSelector?: string;
@@ -96,8 +102,9 @@ function controllerCommand(output: { text: string }): Command {
     )
     .option(
       '--kubeconfig <path>',
-      'Rancher local cluster kubeconfig (env RANCHER_KUBECONFIG; default: in-cluster)',
+      'Rancher local cluster kubeconfig (env RANCHER_KUBECONFIG; default: in-cluster, else $KUBECONFIG, ~/.kube/config)',
     )
+    .option('--context <name>', "the kubeconfig's context to use (default: its current-context)")
     .option(
       '--namespace <ns>',
       'namespace of provisioning clusters, repeatable or comma-separated; "*" = all (env WATCH_NAMESPACES; default fleet-default)',
@@ -216,6 +223,7 @@ export function parseConfig(
   };
   return {
     kubeconfigPath: values.kubeconfig ?? env.RANCHER_KUBECONFIG ?? undefined,
+    kubeContext: values.context,
     namespaces: namespaces.includes('*') ? [] : namespaces,
     credentialNamespace: pick(values.credentialNamespace, 'CREDENTIAL_NAMESPACE', CLOUD_CREDENTIAL_NAMESPACE),
     credentialLabelSelector: selector(
@@ -250,36 +258,4 @@ export function parseConfig(
     identity: env.POD_NAME ?? `${hostname}-${process.pid}`,
     logLevel: logLevel as ControllerConfig['logLevel'],
   };
-}
-
-/**
- * A kubeconfig for the pod's service account. The token goes through client-node's
- * tokenFile auth provider, which re-reads the file: projected tokens rotate hourly.
- */
-export function inClusterKubeconfig(
-  env: Record<string, string | undefined>,
-  dir = '/var/run/secrets/kubernetes.io/serviceaccount',
-): string {
-  const host = env.KUBERNETES_SERVICE_HOST;
-  const port = env.KUBERNETES_SERVICE_PORT ?? '443';
-  if (!host)
-    throw new ConfigError(
-      'not in a cluster (KUBERNETES_SERVICE_HOST is unset): pass --kubeconfig or RANCHER_KUBECONFIG',
-    );
-  const server = host.includes(':') ? `https://[${host}]:${port}` : `https://${host}:${port}`;
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    `- name: in-cluster`,
-    `  cluster: {server: "${server}", certificate-authority: "${dir}/ca.crt"}`,
-    'users:',
-    `- name: service-account`,
-    `  user: {auth-provider: {name: tokenFile, config: {tokenFile: "${dir}/token"}}}`,
-    'contexts:',
-    `- name: in-cluster`,
-    `  context: {cluster: in-cluster, user: service-account}`,
-    'current-context: in-cluster',
-    '',
-  ].join('\n');
 }

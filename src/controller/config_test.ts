@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, inClusterKubeconfig, parseConfig, parseDuration } from './config.js';
+import { ConfigError, parseConfig, parseDuration } from './config.js';
 
 describe('parseDuration', () => {
   it('reads Go-like durations and plain seconds', () => {
@@ -49,15 +49,6 @@ describe('parseConfig', () => {
     assert.throws(() => parseConfig(['--hook-name', 'Bad Name'], {}), /--hook-name/);
     assert.throws(() => parseConfig(['--log-level', 'loud'], {}), /--log-level/);
     assert.throws(() => parseConfig(['--nope'], {}), ConfigError);
-  });
-});
-
-describe('inClusterKubeconfig', () => {
-  it('uses the service account token file, re-read by the auth provider', () => {
-    const kc = inClusterKubeconfig({ KUBERNETES_SERVICE_HOST: '10.43.0.1', KUBERNETES_SERVICE_PORT: '443' });
-    assert.match(kc, /server: "https:\/\/10\.43\.0\.1:443"/);
-    assert.match(kc, /tokenFile: "\/var\/run\/secrets\/kubernetes.io\/serviceaccount\/token"/);
-    assert.throws(() => inClusterKubeconfig({}), ConfigError);
   });
 });
 

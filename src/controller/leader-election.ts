@@ -12,6 +12,7 @@
 // the deadline even while a request is still in flight.
 import { KubeClient, KubeError } from '../kube/index.js';
 import { describeOperation, Resources, resourcePath, type KubeObject } from '../kube/resources.js';
+import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import type { Logger } from '../log/logger.js';
 
 interface Lease extends KubeObject {
@@ -61,8 +62,8 @@ export class LeaderElector {
    * An elector with a client of its own for the kubeconfig: one attempt per request, no
    * retries, so that a request never outlives the time it was given.
    */
-  static forKubeconfig(kubeconfig: string, options: LeaderElectionOptions): LeaderElector {
-    const client = KubeClient.fromKubeconfig(kubeconfig, {
+  static forKubeconfig(loaded: LoadedKubeconfig, options: LeaderElectionOptions): LeaderElector {
+    const client = KubeClient.fromLoaded(loaded, {
       requestTimeoutMs: options.renewDeadlineMs,
       retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
     });

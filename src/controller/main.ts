@@ -5,13 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { KubeClient } from '../kube/index.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import {
-  ConfigError,
-  HelpRequested,
-  inClusterKubeconfig,
-  parseConfig,
-  type ControllerConfig,
-} from './config.js';
+import { ConfigError, HelpRequested, parseConfig, type ControllerConfig } from './config.js';
+import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
@@ -38,10 +33,8 @@ export async function run(
   env: Record<string, string | undefined>,
   hooks: RunHooks = {},
 ): Promise<Running> {
-  const kubeconfig = config.kubeconfigPath
-    ? fs.readFileSync(config.kubeconfigPath, 'utf8')
-    : inClusterKubeconfig(env);
-  const client = KubeClient.fromKubeconfig(kubeconfig);
+  const loaded = rancherKubeconfig(config, env);
+  const client = KubeClient.fromLoaded(loaded);
   const exit = hooks.exit ?? ((code: number) => process.exit(code));
   const metrics = controllerMetrics({ processMetrics: true });
   const lease = { name: config.leaderElection.name };
@@ -63,7 +56,7 @@ export async function run(
   };
   // Its own client (leader-election.ts): Lease renewals never wait behind the controller's requests.
   const elector = config.leaderElection.enabled
-    ? LeaderElector.forKubeconfig(kubeconfig, {
+    ? LeaderElector.forKubeconfig(loaded, {
         ...config.leaderElection,
         identity: config.identity,
         logger,

@@ -79,7 +79,7 @@ describe('remove-hooks', () => {
     assert.equal(code, 1);
     assert.match(
       stderr.text(),
-      /KUBERNETES_SERVICE_HOST is unset\): pass --kubeconfig or RANCHER_KUBECONFIG/,
+      /not in a cluster \(KUBERNETES_SERVICE_HOST unset or no service-account token\): pass --kubeconfig or RANCHER_KUBECONFIG/,
     );
   });
 });

@@ -3,11 +3,15 @@
 // so every place that reports on a credential says the same thing and none leaks it.
 // Nothing here returns or embeds a token, password, key or the content itself.
 
-import { KubeConfig } from '@kubernetes/client-node';
+import fs from 'node:fs';
+import { KubeConfig, type User } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
-import { jsYamlProblem, yamlProblem } from '../common/parse-problems.js';
+import { yamlProblem } from '../common/parse-problems.js';
 import { registerSecret } from '../log/redact.js';
 import { describeToken } from './credential.js';
+import { kubeConfigFromText } from './kubeconfig-loading.js';
+import { parseKubeconfigProxy } from './proxy-environment.js';
+import { tokenFileOf } from './token-file.js';
 
 // With the length a multiple of 4, this is canonical padded base64. No group is repeated:
 // V8 matches a repeated group by recursion, and megabytes of input overflowed the stack.
@@ -104,6 +108,15 @@ function serverProblem(server: string, skipTLSVerify: boolean): string | undefin
   return undefined;
 }
 
+function readable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 interface Loaded {
   kc: KubeConfig;
   problems: string[];
@@ -112,19 +125,15 @@ interface Loaded {
 function load(text: string): Loaded {
   // Registered before anything reads it: whatever a parser echoes of it is redacted.
   registerSecret(text);
-  const kc = new KubeConfig();
+  let kc = new KubeConfig();
   const problems = parseProblems(text);
   if (problems.length > 0) return { kc, problems };
   try {
-    kc.loadFromString(text);
-  } catch (err) {
-    // js-yaml's messages quote the source (a tag, an alias, a snippet): only where and why.
-    if (err instanceof Error && err.name === 'YAMLException') {
-      return { kc, problems: [jsYamlProblem(err as Error & Parameters<typeof jsYamlProblem>[0])] };
-    }
     // client-node's own messages name the entry ("users[0].name is missing").
-    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
-    return { kc, problems: [`is not a valid kubeconfig (${reason})`] };
+    kc = kubeConfigFromText(text, 'kubeconfig');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message.replace(/^kubeconfig: /, '') : 'unreadable';
+    return { kc, problems: [reason] };
   }
   const contextName = kc.getCurrentContext();
   if (!contextName) return { kc, problems: ['has no current-context'] };
@@ -137,10 +146,19 @@ function load(text: string): Loaded {
   } else {
     const bad = serverProblem(cluster.server, cluster.skipTLSVerify);
     if (bad) problems.push(bad);
+    if (cluster.proxyUrl) {
+      const proxy = parseKubeconfigProxy(cluster.proxyUrl);
+      if (typeof proxy === 'string') problems.push(`has a cluster ${proxy}`);
+    }
   }
   if (!context.user) problems.push(`context "${contextName}" names no user`);
   else if (!kc.getUser(context.user)) {
     problems.push(`context "${contextName}" names user "${context.user}", which is not in users`);
+  } else {
+    const tokenFile = tokenFileOf(kc.getUser(context.user));
+    if (tokenFile && !readable(tokenFile)) {
+      problems.push(`user "${context.user}" has token-file ${tokenFile}, which cannot be read`);
+    }
   }
   return { kc, problems };
 }
@@ -168,6 +186,15 @@ function serverWithoutUserinfo(server: string): string {
   }
 }
 
+function authKindOf(user: User | null): KubeconfigAuthKind {
+  if (user?.token || tokenFileOf(user)) return 'token';
+  if (user?.certData || user?.certFile) return 'client-cert';
+  // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
+  if (user?.exec || user?.authProvider) return 'exec';
+  if (user?.username && user.password) return 'basic';
+  return 'none';
+}
+
 /** Describes a decoded kubeconfig without any secret; throws KubeconfigError when unusable. */
 export function describeKubeconfig(text: string): KubeconfigDescription {
   const kc = loadKubeconfig(text);
@@ -181,18 +208,11 @@ export function describeKubeconfig(text: string): KubeconfigDescription {
     userName: user?.name ?? '',
     authKind: 'none',
   };
+  description.authKind = authKindOf(user);
   if (user?.token) {
-    description.authKind = 'token';
     const { name, expiresAt } = describeToken(user.token);
     if (name) description.tokenName = name;
     if (expiresAt) description.tokenExpiresAt = expiresAt;
-  } else if (user?.certData || user?.certFile) {
-    description.authKind = 'client-cert';
-  } else if (user?.exec || user?.authProvider) {
-    // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
-    description.authKind = 'exec';
-  } else if (user?.username && user.password) {
-    description.authKind = 'basic';
   }
   return description;
 }

@@ -174,17 +174,14 @@ async function guestCluster(name: string, quantity: number): Promise<GuestMachin
     { namespace: VM_NS, name: s.seeds.image },
   );
   const imageStorageClass = image.status?.storageClassName;
-  const machines = await createGuestCluster(
-    s.rancher.admin,
-    {
-      name,
-      namespace: NS,
-      vmNamespace: VM_NS,
-      clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
-      pools: [{ name: 'wk', quantity }],
-      downstreamKubeconfig: s.kubeconfigs.rancherLocal,
-    },
-  );
+  const machines = await createGuestCluster(s.rancher.admin, {
+    name,
+    namespace: NS,
+    vmNamespace: VM_NS,
+    clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
+    pools: [{ name: 'wk', quantity }],
+    downstreamKubeconfig: s.kubeconfigs.rancherLocal,
+  });
   for (const m of machines)
     await createMachineVm(s.harvester.admin, {
       instanceName: m.instanceName,

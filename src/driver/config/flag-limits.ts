@@ -19,7 +19,11 @@ const DOCUMENT_FLAG_LIMIT: FlagLimit = {
   shown: '2 MiB',
   why: 'more than any Kubernetes object can hold',
 };
-const FLAG_LIMIT: FlagLimit = { bytes: 128 * KiB, shown: '128 KiB', why: 'the most Linux passes as one argument' };
+const FLAG_LIMIT: FlagLimit = {
+  bytes: 128 * KiB,
+  shown: '128 KiB',
+  why: 'the most Linux passes as one argument',
+};
 const DOCUMENT_FLAGS: ReadonlySet<FlagSpec> = new Set([
   FLAGS.kubeconfigContent,
   FLAGS.userData,
