@@ -29,7 +29,7 @@ describe('KubeClient.fromKubeconfig on content its parser rejects', () => {
         (err: unknown) => {
           assert.ok(err instanceof Error);
           assert.ok(!err.message.includes(SECRET.slice(0, 8)), err.message);
-          assert.match(err.message, /^the kubeconfig: is not valid YAML \(line [78], column \d+/);
+          assert.match(err.message, /^the kubeconfig: is not valid YAML \(/);
           return true;
         },
       );
