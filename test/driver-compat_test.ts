@@ -89,6 +89,7 @@ describe('idempotency', () => {
         storePath: store,
         clusterName: 'halfdone',
         flags: { 'harvester-ip-timeout': 2 },
+        progressIntervalMs: 500,
       });
       const err = await first.driver.create().then(
         () => undefined,
@@ -101,7 +102,22 @@ describe('idempotency', () => {
       );
       assert.match(
         err.message,
-        /last seen: VM instance Running, 1 interface\(s\) reported, none with a usable address/,
+        /last seen: VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected/,
+      );
+      // The job log says what the wait is stuck on while it waits, with the time waited.
+      const info = first.log.lines.filter((l) => l.level === 'info').map((l) => l.line);
+      const fromIpWait = info.slice(info.indexOf('Waiting for node get ip'));
+      assert.match(
+        fromIpWait[1] ?? '',
+        /^VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected \(it reports the addresses\) \(after \d+ ms\)$/,
+      );
+      assert.ok(
+        fromIpWait.some((l) =>
+          /^Still waiting for VM default\/halfdone-pool1-2a9b3-q1w2e to report an IP address after \d+ (ms|s): VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected/.test(
+            l,
+          ),
+        ),
+        fromIpWait.join('\n'),
       );
       first.driver.close();
     } finally {
