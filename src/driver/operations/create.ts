@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { KubeError } from '../../kube/errors.js';
-import { ConfigError, configProblems } from '../config.js';
+import { ConfigError, configProblems, configWarnings } from '../config.js';
 import { withVmOwnerReference } from '../../harvester/cloud-init.js';
 import { namespacedName } from '../../harvester/names.js';
 import type { Secret } from '../../harvester/types.js';
@@ -129,6 +129,7 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
   // reach Create without it: nothing may be created from a config that fails the checks.
   const problems = configProblems(cfg);
   if (problems.length > 0) throw new ConfigError(problems);
+  for (const warning of configWarnings(cfg)) ctx.log.warn(warning);
   await ensureSshKey(ctx);
   const cloudConfigContent = cfg.CloudConfig
     ? await fs.readFile(cfg.CloudConfig, 'utf8').catch((err: NodeJS.ErrnoException) => {
