@@ -84,6 +84,10 @@ const BOTH_REFUSE: Array<[string, string]> = [
   ['a tab for indentation', '#cloud-config\nruncmd:\n\t- x\n'],
   ['a list, not a mapping', '- a\n- b\n'],
   ['unclosed flow', '#cloud-config\nruncmd: [a\n'],
+  [
+    'an unquoted Jinja expression',
+    '## template: jinja\n#cloud-config\nhostname: {{ ds.meta_data.local_hostname }}\n',
+  ],
 ];
 
 interface GoResult {

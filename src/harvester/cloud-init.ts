@@ -61,6 +61,18 @@ function parseCloudConfigMap(text: string, what: string): YAMLMap {
       return target ? (target.clone() as Node) : undefined;
     },
   });
+  // A mapping or list as a key is what an unquoted Jinja expression parses to; merged, it
+  // would come out as YAML that is no longer the template (the Go driver's merge fails on it).
+  visit(doc, {
+    Pair: (_key, pair) => {
+      if (isMap(pair.key) || isSeq(pair.key)) {
+        throw new CloudInitError(
+          what,
+          "has a mapping or a list as a key (an unquoted Jinja {{ … }}?); quote the expression, e.g. hostname: '{{ ds.meta_data.local_hostname }}'",
+        );
+      }
+    },
+  });
   visit(doc, { Map: (_key, map) => void collapseDuplicateKeys(map) });
   visit(doc, {
     Node: (_key, node) => {

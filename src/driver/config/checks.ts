@@ -60,7 +60,7 @@ function checkResources(cfg: DriverConfig, problems: Problems): void {
     } else if (memory !== undefined && memory > 0 && reserved >= memory) {
       problems.add(
         FLAGS.reservedMemorySize,
-        `${reserved} MiB must be less than the memory size (${memory} MiB), or the guest has no memory left`,
+        `${reserved} MiB must be less than the memory size (${memory} MiB): Harvester's VM webhook refuses it, the guest would have no memory left`,
       );
     }
   }
