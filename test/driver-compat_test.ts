@@ -77,6 +77,37 @@ describe('drop-in compatibility', () => {
   });
 });
 
+describe("the Go driver's own inputs", () => {
+  it('creates and runs the VM of its vGPU test input (names left empty), each device named after itself', async () => {
+    const { sandbox } = fixture;
+    const name = 'vgpu-pool1-6c5d4-v1g2p';
+    const { driver } = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterDirect,
+      storePath: store,
+      clusterName: 'vgpu',
+      flags: {
+        'harvester-vgpu-info':
+          '{"vGPURequests":[{"name":"","deviceName":"nvidia.com/NVIDIA_A2-2Q"},{"name":"","deviceName":"nvidia.com/NVIDIA_A2-1Q"}]}',
+      },
+    });
+    await driver.preCreateCheck();
+    await driver.create();
+    const vm = await sandbox.harvester.admin.get<Vm>(Resources.virtualMachine, { namespace: ns, name });
+    assert.deepEqual(vm.spec.template.spec.domain.devices.hostDevices, [
+      { name: 'nvidia-com-NVIDIA_A2-2Q', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+      { name: 'nvidia-com-NVIDIA_A2-1Q', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+    ]);
+    // config.json keeps the requests as given, as the Go driver saves them.
+    assert.deepEqual(
+      driver.config.VGPUInfo?.vGPURequests.map((r) => r.name),
+      ['', ''],
+    );
+    await driver.remove();
+    driver.close();
+  });
+});
+
 describe('idempotency', () => {
   it('finishes a create that died waiting for the IP, without a second VM or volume', async () => {
     const { sandbox } = fixture;
