@@ -43,6 +43,8 @@ export interface HarvesterDriverOptions {
   env?: Readonly<Record<string, string | undefined>>;
   logger?: Logger;
   progress?: (event: ProgressEvent) => void;
+  /** How often a wait without news logs a "Still waiting" line (default 15 s; tests shorten it). */
+  progressIntervalMs?: number;
   /** Client tuning (request deadline, retries, request counting). */
   clientOptions?: KubeClientOptions;
 }
@@ -246,6 +248,9 @@ export class HarvesterDriver implements MachineDriver {
       log: this.log,
       sshKeyPath: this.getSSHKeyPath(),
       ...(this.options.progress ? { progress: this.options.progress } : {}),
+      ...(this.options.progressIntervalMs !== undefined
+        ? { progressIntervalMs: this.options.progressIntervalMs }
+        : {}),
     };
     return operation(ctx);
   }
