@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError, newDriverConfig } from '../../src/driver/config.js';
+import { ConfigError, configProblems, configWarnings, newDriverConfig } from '../../src/driver/config.js';
 import { SavedConfigError, savedConfigFor, serializeSavedConfig } from '../../src/driver/go-json.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import { rancherKubeconfig } from '../../src/kube/testing/kubeconfig.js';
@@ -178,9 +178,6 @@ const WRONG_VALUES: Array<[field: string, value: unknown, names: RegExp]> = [
   ['ImageName', 'a/b/c', /--harvester-image-name/],
   ['NetworkName', 'a//b', /--harvester-network-name/],
   ['NetworkModel', 'rtl8139x', /--harvester-network-model/],
-  ['NetworkType', huge('t'), /--harvester-network-type/],
-  ['SSHUser', 'a b', /--harvester-ssh-user/],
-  ['SSHPort', 70_000, /--harvester-ssh-port/],
   ['KeyPairName', 'sandbox-key', /--harvester-key-pair-name/],
   ['VMAffinity', '{"nodeAffinity": [', /--harvester-vm-affinity/],
   ['VMAffinity', '[1,2]', /--harvester-vm-affinity/],
@@ -312,6 +309,33 @@ describe('config.json: a value of the right type that is still wrong', () => {
       }
       driver.close();
       assert.deepEqual(recorder.seen, [], 'nothing reached Harvester');
+    });
+  }
+});
+
+// The Go driver takes these and so do we (a drop-in must load every config.json it wrote):
+// they create nothing different, so the checks let them through, and create warns about the
+// two that will not do what was meant.
+const GO_ACCEPTED: Array<[string, unknown, RegExp | undefined]> = [
+  ['NetworkType', huge('t'), undefined], // saved, never read by either driver
+  ['SSHUser', 'a b', /--harvester-ssh-user: "a b" is no Linux user name/],
+  ['SSHPort', 70_000, /--harvester-ssh-port: 70000 is no TCP port/],
+];
+
+describe('config.json: values the Go driver accepts too', () => {
+  for (const [field, value, warning] of GO_ACCEPTED) {
+    it(`${field} = ${describeValue(value)}: no problem${warning ? ', a warning naming its flag' : ''}`, () => {
+      const driver = loaded(withField(field, value));
+      const cfg = driver.config;
+      assert.deepEqual(configProblems(cfg), []);
+      const warnings = configWarnings(cfg);
+      if (warning)
+        assert.ok(
+          warnings.some((w) => warning.test(w)),
+          warnings.join('\n'),
+        );
+      else assert.deepEqual(warnings, []);
+      driver.close();
     });
   }
 });
