@@ -6,7 +6,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
 import { useControlPlane } from '../../test/support/control-plane-fixture.js';
-import { hostVolumeSize } from './csi/csi.js';
+import { csiStandIn, hostVolumeSize } from './csi/csi.js';
 import { ExtraResources, Labels } from './names.js';
 import { driverVm, gone, useStandIns, waitUntil } from './testing.js';
 import type { PersistentVolumeClaim, Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
@@ -166,5 +166,34 @@ describe('CSI stand-in and hot-plug', () => {
     // Unplugged, the volume is free again: it can be deleted at once.
     await client.delete(Resources.pvc, { namespace: ns, name: volume });
     await waitUntil(client, Resources.pvc, { namespace: ns, name: volume }, 'unplugged PVC deletable', gone);
+  });
+
+  it('hot-plug wins its race with other writers of the VM, backing off as the attacher does', async () => {
+    const { client } = s;
+    const ns = await createNamespace(client, 'hotplug-race');
+    await client.create(Resources.virtualMachine, driverVm(ns, 'raced'));
+    const ref = { namespace: ns, name: 'raced' };
+    // Another writer changes the VM right after each of the first 8 reads, so the
+    // resourceVersion each patch is pinned to is stale 8 times in a row.
+    let reads = 0;
+    const racing = new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop !== 'get') return Reflect.get(target, prop, receiver) as unknown;
+        return async (...args: Parameters<KubeClient['get']>) => {
+          const read = await target.get(...args);
+          if (++reads <= 8) {
+            await target.patch(Resources.virtualMachine, ref, {
+              metadata: { annotations: { 'test/other-writer': String(reads) } },
+            });
+          }
+          return read;
+        };
+      },
+    });
+    await csiStandIn(racing).hotplug({ namespace: ns, vmName: 'raced', pvcName: 'pvc-raced' });
+    const vm = await client.get<VirtualMachine>(Resources.virtualMachine, ref);
+    assert.equal(reads, 9, 'one read per attempt: 8 lost races, then the patch');
+    assert.ok(vm.spec.template.spec.volumes?.some((v) => v.name === 'pvc-raced'));
+    assert.equal(vm.metadata.annotations?.['test/other-writer'], '8');
   });
 });

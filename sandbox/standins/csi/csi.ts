@@ -13,7 +13,15 @@ import { isStalePatch } from '../writes.js';
 
 const MIB = 1024n * 1024n;
 const MINIMAL_VOLUME_SIZE = 10n * MIB;
-const ATTEMPTS = 5;
+/**
+ * A lost race is retried, as the external-attacher requeues a failed ControllerPublish with
+ * exponential backoff: 20 ms doubling to 1 s, for up to 15 s in all (a VM whose status the
+ * KubeVirt stand-in is writing at the same time can lose several races in a row on a loaded
+ * machine; retrying at once, five times, lost them all within milliseconds).
+ */
+const RETRY_FIRST_MS = 20;
+const RETRY_MAX_MS = 1_000;
+const RETRY_FOR_MS = 15_000;
 
 export interface CreateVolumeRequest {
   namespace: string;
@@ -49,7 +57,8 @@ export function csiStandIn(client: KubeClient): CsiStandIn {
     req: HotplugRequest,
     build: (vm: VirtualMachine) => Array<Record<string, unknown>> | undefined,
   ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+    const giveUpAt = Date.now() + RETRY_FOR_MS;
+    for (let pause = RETRY_FIRST_MS; ; pause = Math.min(pause * 2, RETRY_MAX_MS)) {
       const vm = await client.get<VirtualMachine>(Resources.virtualMachine, {
         namespace: req.namespace,
         name: req.vmName,
@@ -65,8 +74,9 @@ export function csiStandIn(client: KubeClient): CsiStandIn {
         );
         return;
       } catch (err) {
-        if (!isStalePatch(err) || attempt >= ATTEMPTS) throw err;
+        if (!isStalePatch(err) || Date.now() + pause > giveUpAt) throw err;
       }
+      await new Promise((resolve) => setTimeout(resolve, pause * (0.5 + Math.random() / 2)));
     }
   }
 
