@@ -4,13 +4,14 @@
 // json.Unmarshal's semantics into an existing driver (absent keys keep their values, keys
 // match case-insensitively, null leaves a non-pointer field alone), and nothing is lost:
 // keys we don't know (a newer Go driver's) are kept verbatim and written back after ours,
-// and unknown keys inside DiskInfo/NetworkInfo/VGPUInfo survive as long as we don't
+// and unknown keys inside DiskInfo/NetworkInfo/VGPUInfo/HostDeviceInfo survive as long as we don't
 // change that field.
 //
 // Also here: the "freshest credential wins" rule that the Go driver applies in
 // UnmarshalJSON, as a pure function of argv and the environment.
 
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../harvester/disk-network-info.js';
+import { parseHostDeviceInfo } from '../harvester/host-devices.js';
 import {
   defaultHarvesterMachineOptions,
   newDriverConfig,
@@ -21,7 +22,8 @@ import { FLAGS } from './flags.js';
 import type { GoDriverConfig } from '../harvester/go-config.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 
-type FieldKind = 'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'options';
+type FieldKind =
+  'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'hostDeviceInfo' | 'options';
 
 /** Every field in json.Marshal order; ours (HarvesterMachine) last. */
 const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
@@ -65,6 +67,8 @@ const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
   ['EnableEFI', 'bool'],
   ['EnableSecureBoot', 'bool'],
   ['VGPUInfo', 'vgpuInfo'],
+  // Where docker-machine-driver-harvester#96 puts it; today's Go driver skips the key.
+  ['HostDeviceInfo', 'hostDeviceInfo'],
   ['CPUPinning', 'bool'],
   ['IsolateEmulatorThread', 'bool'],
   ['EnableTPM', 'bool'],
@@ -194,6 +198,13 @@ function renderObject(kind: FieldKind, value: unknown): string {
           deviceName: r.deviceName,
         })),
       });
+    case 'hostDeviceInfo':
+      // kubevirtv1.HostDevice: deviceName is omitempty.
+      return goJson({
+        hostDevices: (value as NonNullable<GoDriverConfig['HostDeviceInfo']>).hostDevices.map((d) =>
+          d.deviceName ? { name: d.name, deviceName: d.deviceName } : { name: d.name },
+        ),
+      });
     case 'options': {
       const o = value as HarvesterMachineOptions;
       return goJson({
@@ -234,12 +245,14 @@ function decodeObject(
         ? parseDiskInfo(withList(raw, 'disks'))
         : kind === 'networkInfo'
           ? parseNetworkInfo(withList(raw, 'interfaces'))
-          : parseVGPUInfo(raw);
+          : kind === 'vgpuInfo'
+            ? parseVGPUInfo(raw)
+            : parseHostDeviceInfo(withList(raw, 'hostDevices'));
   } catch (err) {
     // Nesting tens of thousands deep (hostile input) exhausts the stack of the JSON functions.
     if (!(err instanceof RangeError)) throw err;
     problems.push(
-      `${where} is nested too deeply to be a ${kind === 'diskInfo' ? 'disk' : kind === 'networkInfo' ? 'network' : 'vGPU'} list`,
+      `${where} is nested too deeply to be a ${kind === 'diskInfo' ? 'disk' : kind === 'networkInfo' ? 'network' : kind === 'vgpuInfo' ? 'vGPU' : 'host device'} list`,
     );
     return current;
   }
@@ -276,7 +289,8 @@ function decodeField(
 ): void {
   const value: unknown = JSON.parse(raw);
   const target = driver as unknown as Record<string, unknown>;
-  const isObjectKind = kind === 'diskInfo' || kind === 'networkInfo' || kind === 'vgpuInfo';
+  const isObjectKind =
+    kind === 'diskInfo' || kind === 'networkInfo' || kind === 'vgpuInfo' || kind === 'hostDeviceInfo';
   if (value === null) {
     // Go: null into a pointer sets nil; into anything else it is a no-op.
     if (isObjectKind) target[name] = null;
@@ -307,6 +321,7 @@ function decodeField(
     case 'diskInfo':
     case 'networkInfo':
     case 'vgpuInfo':
+    case 'hostDeviceInfo':
       if (typeof value === 'object' && !Array.isArray(value)) {
         target[name] = decodeObject(kind, raw, target[name], name, problems);
       } else wrong('an object or null');
