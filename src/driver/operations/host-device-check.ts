@@ -3,7 +3,7 @@
 // decision refuse a device no node can give. A credential that may not read the device
 // lists does not block the create: Harvester's own webhook still checks the resource name
 // when the VM is created; the warning says which rule would enable this check
-// (docs/decisions/0007-host-devices.md).
+// (docs/decisions/0010-host-devices.md).
 import {
   hostDeviceVerdict,
   type DeviceInventory,
