@@ -75,6 +75,13 @@ const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
   ['HarvesterMachine', 'options'],
 ];
 
+/**
+ * Not a field of today's Go driver: left out while unset, so the config.json of a machine
+ * without host devices is the Go driver's, key for key (plus HarvesterMachine). A Go
+ * driver with #96 reads a missing key as nil, as it would read its own null.
+ */
+const OMITTED_WHEN_NULL: ReadonlySet<keyof DriverConfig> = new Set(['HostDeviceInfo']);
+
 const EXACT = new Map(FIELDS.map(([name, kind]) => [name as string, { name, kind }]));
 const FOLDED = new Map(FIELDS.map(([name, kind]) => [name.toLowerCase(), { name, kind }]));
 
@@ -372,6 +379,7 @@ export function serializeSavedConfig(saved: SavedConfig): string {
   const parts: string[] = [];
   for (const [name, kind] of FIELDS) {
     const value = saved.driver[name];
+    if (OMITTED_WHEN_NULL.has(name) && value === null) continue;
     let rendered: string;
     if (kind === 'string' || kind === 'int' || kind === 'bool') {
       rendered = goJson(value);

@@ -70,8 +70,7 @@ describe('config.json driver object', () => {
         '"ReservedMemorySize":"","DiskSize":"","DiskBus":"","ImageName":"","DiskInfo":null,"KeyPairName":"",' +
         '"SSHPrivateKeyPath":"","SSHPublicKey":"","SSHPassword":"","AddUserToDockerGroup":false,"NetworkType":"",' +
         '"NetworkName":"","NetworkModel":"","NetworkInfo":null,"CloudConfig":"","UserData":"","NetworkData":"",' +
-        '"EnableEFI":false,"EnableSecureBoot":false,"VGPUInfo":null,"HostDeviceInfo":null,"CPUPinning":false,' +
-        '"IsolateEmulatorThread":false,' +
+        '"EnableEFI":false,"EnableSecureBoot":false,"VGPUInfo":null,"CPUPinning":false,"IsolateEmulatorThread":false,' +
         `"EnableTPM":false,${OUR_DEFAULTS}}`,
     );
   });

@@ -68,6 +68,15 @@ describe('--harvester-host-device-info', () => {
     assert.deepEqual(parseSavedConfig(json).driver.HostDeviceInfo, build(INFO).HostDeviceInfo);
   });
 
+  it("leaves the key out while there are no devices: the config.json is then the Go driver's", () => {
+    const json = serializeSavedConfig(savedConfigFor(build('')));
+    assert.ok(!json.includes('HostDeviceInfo'), json);
+    assert.ok(json.includes('"VGPUInfo":null,"CPUPinning":false'), json);
+    const fromNull = parseSavedConfig('{"MachineName":"m","HostDeviceInfo":null}');
+    assert.equal(fromNull.driver.HostDeviceInfo, null);
+    assert.ok(!serializeSavedConfig(fromNull).includes('HostDeviceInfo'));
+  });
+
   it("loads a config.json without the key (today's Go driver) as no devices, and one with a null list", () => {
     assert.equal(
       parseSavedConfig('{"MachineName":"m","VGPUInfo":null,"CPUPinning":false}').driver.HostDeviceInfo,
