@@ -43,6 +43,12 @@ export const DRIVER_RULES = [
 export const DRIVER_CLUSTER_RULES = [
   { apiGroups: ['harvesterhci.io'], resources: ['settings'], verbs: ['get'] },
   { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get'] },
+  // The pre-create check of --harvester-host-device-info (optional: without it the check is skipped).
+  {
+    apiGroups: ['devices.harvesterhci.io'],
+    resources: ['pcidevices', 'pcideviceclaims', 'usbdevices'],
+    verbs: ['list'],
+  },
 ];
 
 async function createIfAbsent<T extends KubeObject>(

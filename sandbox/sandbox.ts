@@ -32,6 +32,7 @@ import {
   seedDriverRoles,
   seedHarvester,
 } from './sandbox-seeds.js';
+import { discoverSandboxDevices } from './standins/harvester/device-discovery.js';
 import { startStandIns, type StandInOptions, type StandIns } from './standins/index.js';
 import { recordSecret } from './secret-ledger.js';
 
@@ -158,6 +159,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
     await seedDriverRoles(harvester.admin);
     await seedHarvester(harvester.admin, ssh.publicKey);
+    await discoverSandboxDevices(harvester.admin);
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });
 
     const standIns = await startStandIns(harvester.admin, { ...opts.standIns, logger });

@@ -115,6 +115,13 @@ describe('the walkthrough (npm run walkthrough)', { timeout: 20 * 60_000 }, () =
       assert.match(out, /✓ every volume of harv01 is gone \(7\/7: /);
       assert.match(out, /✓ every volume of harv02 is untouched \(2\)/);
 
+      // harv02's pool has a passed-through GPU: enabled as Harvester's UI does, asked for by resource, given.
+      assert.match(out, /✓ passthrough enabled on harvester-sandbox-node-0-00003b000: bound to vfio-pci/);
+      assert.match(
+        out,
+        /✓ VM harv02-pool1-[a-z0-9-]+ asks for nvidia\.com\/TU104GL_TESLA_T4 and was given harvester-sandbox-node-0-00003b000/,
+      );
+
       // The second story: the clear error without the renewed credential, success with it.
       assert.match(out, /│ Error removing host "harv02-pool1-[a-z0-9-]+": Harvester credential rejected: /);
       assert.match(out, /✓ the error says nothing was changed/);

@@ -52,6 +52,22 @@ export function rancherRemoveArgs(opts: { instance: string; secretStore?: Secret
   return [...secretArgs(opts.secretStore), 'rm', '-y', '--update-config', opts.instance];
 }
 
+/**
+ * The create flags of a HarvesterMachine's driver fields beyond the pool's seeds (the
+ * camelCase field as a kebab-case flag; `common` and `providerID` are not flags).
+ */
+export function machineSpecConfig(
+  spec: Record<string, unknown> | undefined,
+): Record<string, HarvesterConfigValue> {
+  const config: Record<string, HarvesterConfigValue> = {};
+  for (const [field, value] of Object.entries(spec ?? {})) {
+    if (field === 'common' || field === 'providerID' || field === 'vmNamespace') continue;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      config[field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)] = value;
+  }
+  return config;
+}
+
 /** A machine pool's HarvesterConfig as the Rancher UI fills it for the sandbox's seeds. */
 export function poolConfig(seeds: {
   namespace: string;

@@ -29,6 +29,8 @@ export interface GuestPool {
   credential?: string;
   /** Stand-alone Machines with these names instead of a MachineDeployment (names over 63 characters). */
   machineNames?: string[];
+  /** More driver fields of the pool's HarvesterConfig, as Rancher names them (`hostDeviceInfo`). */
+  machineConfig?: Record<string, string>;
 }
 
 export interface GuestClusterSpec {
@@ -132,6 +134,7 @@ export async function createGuestCluster(
     const labels = poolLabels(name, pool.name);
     const machineSpec = {
       vmNamespace: spec.vmNamespace,
+      ...pool.machineConfig,
       common: { cloudCredentialSecretName: pool.credential ?? spec.clusterCredential ?? null },
     };
     if (pool.machineNames) {

@@ -2,6 +2,7 @@
 // read from, the behaviour knobs tests turn at runtime, and the injected faults.
 import type { KubeClient } from '../../src/kube/client.js';
 import type { Logger } from '../../src/log/logger.js';
+import type { Placement } from './harvester/pcidevices-controller.js';
 import type { SharedInformers } from './runtime.js';
 
 export interface Delays {
@@ -72,4 +73,6 @@ export interface StandInContext {
   informers: SharedInformers;
   behaviour: Behaviour;
   faults: Faults;
+  /** Where a launcher pod's device resources fit (the pcidevices add-on's device plugins); none: everywhere. */
+  placement?: Placement;
 }

@@ -1,5 +1,5 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
-// VM, PVC, VMI-network, KeyPair and image controllers, KubeVirt's VM controller and VMI
+// VM, PVC, VMI-network, KeyPair and image controllers, the pcidevices add-on, KubeVirt's VM controller and VMI
 // lifecycle (with virt-launcher pods and a kubelet stand-in for them), Longhorn's binding,
 // and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
 import type { KubeClient } from '../../src/kube/client.js';
@@ -17,6 +17,7 @@ import { csiStandIn, type CsiStandIn } from './csi/csi.js';
 import { harvesterPvcController } from './harvester/pvc-controller.js';
 import { imageController } from './harvester/image-controller.js';
 import { keyPairController } from './harvester/keypair-controller.js';
+import { pciDevicesStandIn } from './harvester/pcidevices-controller.js';
 import { harvesterVmController } from './harvester/vm-controller.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
 import { sandboxKubelet } from './kubevirt/pods.js';
@@ -63,8 +64,11 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   const ctx: StandInContext = { client: admin, logger, informers, behaviour, faults };
 
   const harvesterVm = harvesterVmController(ctx);
+  const devices = pciDevicesStandIn(ctx, (key) => lifecycle.enqueue(key));
+  ctx.placement = devices.placement;
   const lifecycle = vmiLifecycle(ctx);
   reconcilers.push(
+    ...devices.reconcilers,
     harvesterVm,
     harvesterPvcController(ctx),
     vmiNetworkController(ctx),

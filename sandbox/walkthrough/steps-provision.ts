@@ -54,7 +54,7 @@ async function stateSecretEntries(story: Story, machineName: string): Promise<st
  */
 export async function provisionClusters(
   story: Story,
-  specs: Array<{ name: string; quantity: number }>,
+  specs: Array<{ name: string; quantity: number; machineConfig?: Record<string, string> }>,
 ): Promise<void> {
   const { world, say, view } = story;
   const { sandbox } = world;
@@ -65,7 +65,13 @@ export async function provisionClusters(
         namespace: FLEET_NS,
         name: spec.name,
         clusterCredential: cc,
-        pools: [{ name: 'pool1', quantity: spec.quantity }],
+        pools: [
+          {
+            name: 'pool1',
+            quantity: spec.quantity,
+            ...(spec.machineConfig ? { machineConfig: spec.machineConfig } : {}),
+          },
+        ],
         vmNamespace: sandbox.seeds.namespace,
         downstreamKubeconfig: sandbox.kubeconfigs.rancherLocal,
         timeoutMs: 240_000,
@@ -79,7 +85,13 @@ export async function provisionClusters(
     all.push(...machines.map((machine) => ({ cluster: spec.name, machine })));
     say.say(
       'Rancher',
-      `provisioning Cluster ${FLEET_NS}/${spec.name} (pool1 × ${spec.quantity}, cloud credential ${cc}): CAPI Cluster, MachineDeployment ${spec.name}-pool1 and its templates created`,
+      `provisioning Cluster ${FLEET_NS}/${spec.name} (pool1 × ${spec.quantity}${
+        spec.machineConfig
+          ? `, HarvesterConfig ${Object.entries(spec.machineConfig)
+              .map(([k, v]) => `${k}: ${v}`)
+              .join(', ')}`
+          : ''
+      }, cloud credential ${cc}): CAPI Cluster, MachineDeployment ${spec.name}-pool1 and its templates created`,
     );
     say.say(
       'CAPI',

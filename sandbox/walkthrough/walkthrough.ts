@@ -2,7 +2,7 @@
 // real pieces (Cluster API's own controller-manager, rancher-machine driving our plugin
 // executable with Rancher's job argv and state Secrets, our cleanup controller as its own
 // process), each step timed and checked.
-// 1. sandbox up  2. Rancher's side  3. two clusters provisioned  4. workload volumes
+// 1. sandbox up  2. Rancher's side  3. two clusters provisioned (harv02's with a GPU)  4. workload volumes
 // 5. harv01 deleted as Rancher does: all its volumes gone, harv02 untouched
 // 6. harv02's credential expires  7. its node is deleted: the rm job fails clearly, nothing changed
 // 8. credential renewed: the retried rm job removes the old VM  9. everything stopped
@@ -10,6 +10,7 @@ import { HarvesterView } from './harvester-view.js';
 import { Narrator } from './narrator.js';
 import { attachVolumes, provisionClusters, startRancherSide } from './steps-provision.js';
 import { deleteWholeCluster } from './steps-delete.js';
+import { checkGpuMachines, enableGpuPassthrough, gpuPool } from './steps-devices.js';
 import { expireCredential, failingRemoval, renewAndRetry } from './steps-credential.js';
 import { Story } from './story.js';
 import { World } from './world.js';
@@ -73,12 +74,15 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
       startRancherSide(story, RM_RETRY_DELAY_MS),
     );
     await say.step(
-      `Rancher provisions ${DELETED} (3 machines) and ${KEPT} (1 machine) through rancher-machine and our plugin`,
-      () =>
-        provisionClusters(story, [
+      `Rancher provisions ${DELETED} (3 machines) and ${KEPT} (1 machine with a passed-through GPU) through rancher-machine and our plugin`,
+      async () => {
+        await enableGpuPassthrough(story);
+        await provisionClusters(story, [
           { name: DELETED, quantity: 3 },
-          { name: KEPT, quantity: 1 },
-        ]),
+          { name: KEPT, quantity: 1, machineConfig: gpuPool() },
+        ]);
+        await checkGpuMachines(story, KEPT);
+      },
     );
     await say.step('Workloads claim volumes (Harvester CSI driver)', () =>
       attachVolumes(story, [

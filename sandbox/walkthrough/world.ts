@@ -21,7 +21,7 @@ import {
 } from '../rancher/rancher-standin.js';
 import { jobBinaries, type JobBinaries } from '../rancher-machine/binaries.js';
 import { ProvisionJobs, type JobResult } from '../rancher-machine/provision-jobs.js';
-import { poolConfig } from '../rancher-machine/rancher-job.js';
+import { machineSpecConfig, poolConfig } from '../rancher-machine/rancher-job.js';
 import { runProblem } from '../rancher-machine/rancher-machine.js';
 import { rancherMachineRemovalJob, type RemovalJobRun } from '../rancher-machine/removal-job.js';
 import { redact } from '../../src/log/redact.js';
@@ -168,7 +168,7 @@ export class World {
         instanceName,
         env,
         clusterName,
-        config: poolConfig(this.sandbox.seeds),
+        config: { ...poolConfig(this.sandbox.seeds), ...machineSpecConfig(harvesterMachine.spec) },
       });
       this.creates.push({
         machineName,

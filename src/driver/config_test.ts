@@ -233,6 +233,12 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
     },
     'vgpu-info',
   ],
+  ['host-device-info not JSON', { 'host-device-info': '{"hostDevices":' }, 'host-device-info'],
+  [
+    'host-device-info with a PCI address for a resource name',
+    { 'host-device-info': '{"hostDevices":[{"name":"a","deviceName":"0000:3b:00.0"}]}' },
+    'host-device-info',
+  ],
   ['cpu pinning not a bool', { 'cpu-pinning': 'sure' }, 'cpu-pinning'],
   [
     'isolated emulator thread without pinning',

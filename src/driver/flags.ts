@@ -172,6 +172,15 @@ export const FLAGS = {
       'always put cloud-init user data and network data in a Secret instead of inline in the VM',
     ),
   ),
+  // The name, variable and field are those proposed for the Go driver (harvester#10764,
+  // docker-machine-driver-harvester#96), so Rancher's node-pool form finds `hostDeviceInfo`.
+  hostDeviceInfo: ours(
+    str(
+      'harvester-host-device-info',
+      'HARVESTER_HOST_DEVICE_INFO',
+      'PCI and USB devices passed through to the machine, enabled for passthrough in Harvester first: {"hostDevices":[{"name":"hostdevice-1","deviceName":"<device resource name>"}]}, base64 is supported',
+    ),
+  ),
 } as const satisfies Record<string, FlagSpec>;
 
 export type FlagKey = keyof typeof FLAGS;

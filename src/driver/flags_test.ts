@@ -113,6 +113,7 @@ describe('flag table', () => {
         ['harvester-remove-timeout', 'HARVESTER_REMOVE_TIMEOUT', 'int', 600],
         ['harvester-ip-network', 'HARVESTER_IP_NETWORK', 'string', ''],
         ['harvester-cloud-init-in-secret', 'HARVESTER_CLOUD_INIT_IN_SECRET', 'bool', false],
+        ['harvester-host-device-info', 'HARVESTER_HOST_DEVICE_INFO', 'string', ''],
       ],
     );
   });

@@ -4,13 +4,14 @@
 // json.Unmarshal's semantics into an existing driver (absent keys keep their values, keys
 // match case-insensitively, null leaves a non-pointer field alone), and nothing is lost:
 // keys we don't know (a newer Go driver's) are kept verbatim and written back after ours,
-// and unknown keys inside DiskInfo/NetworkInfo/VGPUInfo survive as long as we don't
+// and unknown keys inside DiskInfo/NetworkInfo/VGPUInfo/HostDeviceInfo survive as long as we don't
 // change that field.
 //
 // Also here: the "freshest credential wins" rule that the Go driver applies in
 // UnmarshalJSON, as a pure function of argv and the environment.
 
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../harvester/disk-network-info.js';
+import { parseHostDeviceInfo } from '../harvester/host-devices.js';
 import {
   defaultHarvesterMachineOptions,
   newDriverConfig,
@@ -21,7 +22,8 @@ import { FLAGS } from './flags.js';
 import type { GoDriverConfig } from '../harvester/go-config.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 
-type FieldKind = 'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'options';
+type FieldKind =
+  'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'hostDeviceInfo' | 'options';
 
 /** Every field in json.Marshal order; ours (HarvesterMachine) last. */
 const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
@@ -65,11 +67,20 @@ const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
   ['EnableEFI', 'bool'],
   ['EnableSecureBoot', 'bool'],
   ['VGPUInfo', 'vgpuInfo'],
+  // Where docker-machine-driver-harvester#96 puts it; today's Go driver skips the key.
+  ['HostDeviceInfo', 'hostDeviceInfo'],
   ['CPUPinning', 'bool'],
   ['IsolateEmulatorThread', 'bool'],
   ['EnableTPM', 'bool'],
   ['HarvesterMachine', 'options'],
 ];
+
+/**
+ * Not a field of today's Go driver: left out while unset, so the config.json of a machine
+ * without host devices is the Go driver's, key for key (plus HarvesterMachine). A Go
+ * driver with #96 reads a missing key as nil, as it would read its own null.
+ */
+const OMITTED_WHEN_NULL: ReadonlySet<keyof DriverConfig> = new Set(['HostDeviceInfo']);
 
 const EXACT = new Map(FIELDS.map(([name, kind]) => [name as string, { name, kind }]));
 const FOLDED = new Map(FIELDS.map(([name, kind]) => [name.toLowerCase(), { name, kind }]));
@@ -194,6 +205,13 @@ function renderObject(kind: FieldKind, value: unknown): string {
           deviceName: r.deviceName,
         })),
       });
+    case 'hostDeviceInfo':
+      // kubevirtv1.HostDevice: deviceName is omitempty.
+      return goJson({
+        hostDevices: (value as NonNullable<GoDriverConfig['HostDeviceInfo']>).hostDevices.map((d) =>
+          d.deviceName ? { name: d.name, deviceName: d.deviceName } : { name: d.name },
+        ),
+      });
     case 'options': {
       const o = value as HarvesterMachineOptions;
       return goJson({
@@ -234,12 +252,14 @@ function decodeObject(
         ? parseDiskInfo(withList(raw, 'disks'))
         : kind === 'networkInfo'
           ? parseNetworkInfo(withList(raw, 'interfaces'))
-          : parseVGPUInfo(raw);
+          : kind === 'vgpuInfo'
+            ? parseVGPUInfo(raw)
+            : parseHostDeviceInfo(withList(raw, 'hostDevices'));
   } catch (err) {
     // Nesting tens of thousands deep (hostile input) exhausts the stack of the JSON functions.
     if (!(err instanceof RangeError)) throw err;
     problems.push(
-      `${where} is nested too deeply to be a ${kind === 'diskInfo' ? 'disk' : kind === 'networkInfo' ? 'network' : 'vGPU'} list`,
+      `${where} is nested too deeply to be a ${kind === 'diskInfo' ? 'disk' : kind === 'networkInfo' ? 'network' : kind === 'vgpuInfo' ? 'vGPU' : 'host device'} list`,
     );
     return current;
   }
@@ -276,7 +296,8 @@ function decodeField(
 ): void {
   const value: unknown = JSON.parse(raw);
   const target = driver as unknown as Record<string, unknown>;
-  const isObjectKind = kind === 'diskInfo' || kind === 'networkInfo' || kind === 'vgpuInfo';
+  const isObjectKind =
+    kind === 'diskInfo' || kind === 'networkInfo' || kind === 'vgpuInfo' || kind === 'hostDeviceInfo';
   if (value === null) {
     // Go: null into a pointer sets nil; into anything else it is a no-op.
     if (isObjectKind) target[name] = null;
@@ -307,6 +328,7 @@ function decodeField(
     case 'diskInfo':
     case 'networkInfo':
     case 'vgpuInfo':
+    case 'hostDeviceInfo':
       if (typeof value === 'object' && !Array.isArray(value)) {
         target[name] = decodeObject(kind, raw, target[name], name, problems);
       } else wrong('an object or null');
@@ -357,6 +379,7 @@ export function serializeSavedConfig(saved: SavedConfig): string {
   const parts: string[] = [];
   for (const [name, kind] of FIELDS) {
     const value = saved.driver[name];
+    if (OMITTED_WHEN_NULL.has(name) && value === null) continue;
     let rendered: string;
     if (kind === 'string' || kind === 'int' || kind === 'bool') {
       rendered = goJson(value);

@@ -25,7 +25,7 @@ function indentedLikeRancherMachine(compactJson: string): string {
 describe('config.json driver object', () => {
   it('round-trips a newer Go driver’s config: known fields in Go order, unknown kept verbatim after ours', () => {
     const saved = parseSavedConfig(GO_CONFIG_JSON);
-    const expected = GO_CONFIG_JSON.replace(',"HostDeviceInfo"', `,${OUR_DEFAULTS},"HostDeviceInfo"`);
+    const expected = GO_CONFIG_JSON.replace(',"FutureCounter"', `,${OUR_DEFAULTS},"FutureCounter"`);
     assert.equal(serializeSavedConfig(saved), expected);
     assert.equal(serializeSavedConfig(parseSavedConfig(serializeSavedConfig(saved))), expected, 'stable');
   });
@@ -47,13 +47,16 @@ describe('config.json driver object', () => {
       type: '',
       hotPlugAble: false,
     });
-    assert.deepEqual([...unknownFields.keys()], ['HostDeviceInfo', 'FutureCounter']);
+    assert.deepEqual(driver.HostDeviceInfo, {
+      hostDevices: [{ name: 'pci1', deviceName: 'intel.com/82599' }],
+    });
+    assert.deepEqual([...unknownFields.keys()], ['FutureCounter']);
     assert.equal(unknownFields.get('FutureCounter'), '9007199254740993', 'integer beyond 2^53 kept exactly');
   });
 
   it('reads the indented Driver object that rancher-machine hands to SetConfigRaw', () => {
     const saved = parseSavedConfig(indentedLikeRancherMachine(GO_CONFIG_JSON));
-    const expected = GO_CONFIG_JSON.replace(',"HostDeviceInfo"', `,${OUR_DEFAULTS},"HostDeviceInfo"`);
+    const expected = GO_CONFIG_JSON.replace(',"FutureCounter"', `,${OUR_DEFAULTS},"FutureCounter"`);
     assert.equal(serializeSavedConfig(saved), expected);
   });
 

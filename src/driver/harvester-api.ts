@@ -126,6 +126,11 @@ export class HarvesterApi {
     return this.guard(() => this.client.find(Resources.storageClass, { name }));
   }
 
+  /** Every object of a cluster-scoped kind (the pcidevices add-on's devices and claims). */
+  async listAll<T extends KubeObject>(type: ResourceType): Promise<T[]> {
+    return (await this.guard(() => this.client.list<T>(type))).items;
+  }
+
   createVm(vm: VirtualMachine): Promise<Vm> {
     return this.write(`created VM ${ref(vm.metadata)}`, () =>
       this.client.create<Vm>(Resources.virtualMachine, vm as Vm),

@@ -32,7 +32,7 @@ export interface Parsed<T> {
   problems: string[];
 }
 
-function parseJsonObject(text: string, what: string): Parsed<Record<string, unknown>> {
+export function parseJsonObject(text: string, what: string): Parsed<Record<string, unknown>> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -45,10 +45,10 @@ function parseJsonObject(text: string, what: string): Parsed<Record<string, unkn
   return { value: value as Record<string, unknown>, problems: [] };
 }
 
-type FieldKind = 'string' | 'uint' | 'int' | 'bool';
+export type FieldKind = 'string' | 'uint' | 'int' | 'bool';
 
 /** Reads one field with Go's rules: absent or null → zero value, wrong type → problem. */
-function field(
+export function field(
   obj: Record<string, unknown>,
   key: string,
   kind: FieldKind,
@@ -86,7 +86,7 @@ function list(obj: Record<string, unknown>, key: string, example: string, proble
   return [];
 }
 
-function entries(
+export function entries(
   items: unknown[],
   key: string,
   problems: string[],

@@ -22,6 +22,16 @@ export interface GoVGPUInfo {
   vGPURequests: Array<{ name: string; deviceName: string }>;
 }
 
+/**
+ * --harvester-host-device-info: PCI and USB devices passed through to the VM. Not in the Go
+ * driver yet: the field and its place follow harvester/docker-machine-driver-harvester#96
+ * (docs/upstream/harvester-host-devices.md#the-go-driver-proposal), so today's Go driver
+ * ignores the key and one with that change reads it the same way.
+ */
+export interface GoHostDeviceInfo {
+  hostDevices: Array<{ name: string; deviceName: string }>;
+}
+
 export interface GoBaseDriver {
   IPAddress: string;
   IPv6Address: string;
@@ -66,6 +76,7 @@ export interface GoHarvesterFields {
   EnableEFI: boolean;
   EnableSecureBoot: boolean;
   VGPUInfo: GoVGPUInfo | null;
+  HostDeviceInfo: GoHostDeviceInfo | null;
   CPUPinning: boolean;
   IsolateEmulatorThread: boolean;
   EnableTPM: boolean;
@@ -116,6 +127,7 @@ export function newGoDriverConfig(machineName = '', storePath = ''): GoDriverCon
     EnableEFI: false,
     EnableSecureBoot: false,
     VGPUInfo: null,
+    HostDeviceInfo: null,
     CPUPinning: false,
     IsolateEmulatorThread: false,
     EnableTPM: false,

@@ -6,6 +6,7 @@
 import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from './go-config.js';
 import { assembleUserData, placeCloudInit } from './cloud-init.js';
 import { DEFAULT_DISK_BUS, DEFAULT_NETWORK_MODEL, vgpuDeviceNames } from './disk-network-info.js';
+import { hostDeviceEntries } from './host-devices.js';
 import {
   ANNOTATION_IMAGE_ID,
   ANNOTATION_RESERVED_MEMORY,
@@ -323,19 +324,23 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
   return cloudInit.secret ? { vm, cloudInitSecret: cloudInit.secret } : { vm };
 }
 
-/** vGPU, TPM, EFI/secure boot, CPU pinning and model: the optional parts of the domain. */
+/** vGPU and host devices, TPM, EFI/secure boot, CPU pinning and model: the optional parts of the domain. */
 function applyDomainOptions(vm: VirtualMachine, cfg: GoDriverConfig): void {
   const domain = vm.spec.template.spec.domain;
   const cpu = domain.cpu ?? {};
-  if (cfg.VGPUInfo && cfg.VGPUInfo.vGPURequests.length > 0) {
-    // Harvester's builder adds vGPUs as host devices (name, deviceName); an empty name gets
-    // one from its device, or two of them would share a libvirt alias and never start.
-    const names = vgpuDeviceNames(cfg.VGPUInfo);
-    domain.devices.hostDevices = cfg.VGPUInfo.vGPURequests.map((r, i) => ({
-      name: names[i] ?? r.name,
+  // Harvester's builder adds vGPUs as host devices (name, deviceName); an empty name gets
+  // one from its device, or two of them would share a libvirt alias and never start.
+  // Passed-through PCI and USB devices follow them, with no node affinity (the scheduler
+  // places the VM by the devices' resources).
+  const vgpuNames = cfg.VGPUInfo ? vgpuDeviceNames(cfg.VGPUInfo) : [];
+  const hostDevices = [
+    ...(cfg.VGPUInfo?.vGPURequests ?? []).map((r, i) => ({
+      name: vgpuNames[i] ?? r.name,
       deviceName: r.deviceName,
-    }));
-  }
+    })),
+    ...hostDeviceEntries(cfg.HostDeviceInfo),
+  ];
+  if (hostDevices.length > 0) domain.devices.hostDevices = hostDevices;
   if (cfg.EnableTPM) domain.devices.tpm = {};
   if (cfg.EnableEFI) {
     // SMM is what secure boot needs; Go sets both from the secure-boot flag.

@@ -65,6 +65,11 @@ export const Resources = {
     'network-attachment-definitions',
     'NetworkAttachmentDefinition',
   ),
+  // Harvester's pcidevices-controller add-on: cluster-scoped devices and their claims.
+  pciDevice: t('devices.harvesterhci.io', 'v1beta1', 'pcidevices', 'PCIDevice', false),
+  pciDeviceClaim: t('devices.harvesterhci.io', 'v1beta1', 'pcideviceclaims', 'PCIDeviceClaim', false),
+  usbDevice: t('devices.harvesterhci.io', 'v1beta1', 'usbdevices', 'USBDevice', false),
+  usbDeviceClaim: t('devices.harvesterhci.io', 'v1beta1', 'usbdeviceclaims', 'USBDeviceClaim', false),
 
   capiCluster: t('cluster.x-k8s.io', 'v1beta1', 'clusters', 'Cluster'),
   capiMachine: t('cluster.x-k8s.io', 'v1beta1', 'machines', 'Machine'),

@@ -16,8 +16,27 @@ export const LAUNCHER = 'virt-launcher';
 export const HOTPLUG = 'hotplug-disk';
 export const POD_SELECTOR = `${Labels.kubevirtApp} in (${LAUNCHER},${HOTPLUG})`;
 
+/**
+ * One unit of a host device's resource per entry, in limits and requests
+ * (virt-controller's WithHostDevicesDevicePlugins, services/renderresources.go).
+ */
+function deviceResources(vmi: VirtualMachineInstance): Record<string, string> {
+  const counts = new Map<string, number>();
+  const hostDevices =
+    (vmi.spec.domain.devices?.hostDevices as Array<{ deviceName?: string }> | undefined) ?? [];
+  for (const d of hostDevices)
+    if (d.deviceName) counts.set(d.deviceName, (counts.get(d.deviceName) ?? 0) + 1);
+  return Object.fromEntries([...counts].map(([r, n]) => [r, String(n)]));
+}
+
 export function launcherPodFor(vmi: VirtualMachineInstance): Pod {
   const name = vmi.metadata.name ?? '';
+  const devices = deviceResources(vmi);
+  const compute = {
+    name: 'compute',
+    image: LAUNCHER_IMAGE,
+    ...(Object.keys(devices).length > 0 ? { resources: { limits: devices, requests: devices } } : {}),
+  };
   const volumes = (vmi.spec.volumes ?? [])
     .filter((v) => !isHotplugVolume(v) && claimNameOf(v) !== undefined)
     .map((v) => ({ name: v.name, persistentVolumeClaim: { claimName: claimNameOf(v) ?? '' } }));
@@ -46,7 +65,7 @@ export function launcherPodFor(vmi: VirtualMachineInstance): Pod {
       ],
     },
     spec: {
-      containers: [{ name: 'compute', image: LAUNCHER_IMAGE }],
+      containers: [compute],
       volumes,
       restartPolicy: 'Never',
       automountServiceAccountToken: false,

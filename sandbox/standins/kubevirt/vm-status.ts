@@ -58,7 +58,7 @@ function printableStatus(view: VmView): string {
     return hasCondition(conditions, 'Paused', 'True') ? 'Paused' : 'Running';
   }
   if (hasCondition(conditions, 'Synchronized', 'False', 'FailedPvcNotFound')) return 'FailedPvcNotFound';
-  if (hasCondition(conditions, 'PodScheduled', 'False', 'Unschedulable')) return 'FailedUnschedulable';
+  if (hasCondition(conditions, 'PodScheduled', 'False', 'Unschedulable')) return 'ErrorUnschedulable'; // VirtualMachineStatusUnschedulable
   if (isSetToStart(vm, vmi) && view.hasUnboundPvc) return 'WaitingForVolumeBinding';
   if (vmi ? isStarting(vmi) : view.startExpected) return 'Starting';
   if (vmi ? isFinal(vmi) : !view.startExpected) return 'Stopped';

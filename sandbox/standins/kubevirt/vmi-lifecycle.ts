@@ -147,6 +147,30 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
     await moveTo(vmi, 'Scheduling');
   }
 
+  /** kube-scheduler's verdict on the pod, which virt-controller copies onto the VMI (watch/vmi/lifecycle.go). */
+  async function unschedulable(vmi: VirtualMachineInstance, launcher: Pod, message: string): Promise<void> {
+    const condition = {
+      type: 'PodScheduled',
+      status: 'False',
+      reason: 'Unschedulable',
+      message,
+      lastProbeTime: null,
+      lastTransitionTime: nowIso(),
+    };
+    await updateWithRetry(
+      client,
+      ExtraResources.pod,
+      launcher,
+      refOf(launcher),
+      (p) =>
+        findCondition(p.status?.conditions, 'PodScheduled')?.message === message
+          ? undefined
+          : { ...p, status: { ...p.status, conditions: upsertCondition(p.status?.conditions, condition) } },
+      'status',
+    );
+    await writeStatus(vmi, (s) => ({ ...s, conditions: upsertCondition(s.conditions, condition) }));
+  }
+
   async function scheduling(
     vmi: VirtualMachineInstance,
     launcher: Pod | undefined,
@@ -157,6 +181,8 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
       if (unbound) return; // the scheduler waits for immediate-binding claims; a PVC event retries
       const wait = remaining(vmi, 'Scheduling', ctx.behaviour.delays.schedulingMs);
       if (wait > 0) return { requeueAfterMs: wait };
+      const unfit = ctx.placement?.unschedulable(launcher);
+      if (unfit) return void (await unschedulable(vmi, launcher, unfit)); // the devices on offer changing brings us back
       await bindToNode(client, launcher);
       return;
     }
@@ -168,7 +194,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
       activePods: { [launcher.metadata.uid ?? '']: node },
       qosClass: launcher.status?.qosClass ?? 'BestEffort',
       conditions: upsertCondition(
-        s.conditions,
+        removeCondition(s.conditions, 'PodScheduled'),
         notReady('GuestNotRunning', 'Guest VM is not reported as running'),
       ),
       volumeStatus: volumeStatuses(v, world(v, launcher, false)),

@@ -10,6 +10,8 @@ export interface AccessNeed {
   verbs: readonly string[];
   scope: 'namespace' | 'cluster';
   usedFor: string;
+  /** Without it the driver works and skips one check: a denial is a warning, not a failure. */
+  optional?: true;
 }
 
 export const DRIVER_ACCESS: readonly AccessNeed[] = [
@@ -89,6 +91,15 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
     scope: 'cluster',
     usedFor: 'the pre-create check of --harvester-disk-info storage classes',
   },
+  ...(['pcidevices', 'pcideviceclaims', 'usbdevices'] as const).map((resource): AccessNeed => ({
+    group: 'devices.harvesterhci.io',
+    resource,
+    // listAll in the pre-create check of --harvester-host-device-info
+    verbs: ['list'],
+    scope: 'cluster',
+    usedFor: 'the pre-create check of --harvester-host-device-info (skipped with a warning without it)',
+    optional: true,
+  })),
 ];
 
 /** "virtualmachines.kubevirt.io", "virtualmachines/{start,stop,restart}.subresources.kubevirt.io", "secrets". */

@@ -264,7 +264,7 @@ export function accessVerdict(
     : '';
   return {
     check,
-    status: 'fail',
+    status: need.optional ? 'warn' : 'fail',
     detail: `${scope}: ${denied.map(label).join(', ')} denied${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}; needed for ${need.usedFor}`,
     fix: `grant${who} the rule ${ruleText(need, verbs)} with ${binding}${rancher}`,
   };

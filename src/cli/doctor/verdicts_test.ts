@@ -137,6 +137,24 @@ describe('doctor verdicts', () => {
     assert.match(broken.detail, /could not ask \(timeout\)/);
   });
 
+  it('RBAC: a denied optional list (the host-device check) is a warning with the rule to grant', () => {
+    const pciDevices = DRIVER_ACCESS.find((n) => n.resource === 'pcidevices');
+    assert.ok(pciDevices?.optional);
+    const denied = accessVerdict(pciDevices, [{ verb: 'list', allowed: false }], {
+      namespace: 'ns1',
+      viaRancher: true,
+    });
+    assert.equal(denied.status, 'warn');
+    assert.match(
+      denied.detail,
+      /^cluster-wide: list denied; needed for the pre-create check of --harvester-host-device-info/,
+    );
+    assert.match(
+      denied.fix ?? '',
+      /\{apiGroups: \["devices\.harvesterhci\.io"\], resources: \["pcidevices"\], verbs: \["list"\]\} with a ClusterRole/,
+    );
+  });
+
   it('renders ✓/✗ on a terminal, PASS/FAIL otherwise, with the fix under failures; exit codes', () => {
     const failed: CheckResult = { check: 'TLS', status: 'fail', detail: 'bad', fix: 'do this' };
     assert.deepEqual(renderCheck(failed, true), ['✗ TLS: bad', '    fix: do this']);

@@ -12,6 +12,7 @@ import {
   DISK_BUSES,
 } from '../../harvester/disk-network-info.js';
 import type { GoDriverConfig } from '../../harvester/go-config.js';
+import { hostDeviceInfoProblems } from '../../harvester/host-devices.js';
 import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
 import { isValidLabelValue } from '../../harvester/labels.js';
 import { networkDataProblems } from '../../harvester/network-data.js';
@@ -76,6 +77,8 @@ function checkResources(cfg: DriverConfig, problems: Problems): void {
     );
   }
   if (cfg.VGPUInfo) problems.addAll(FLAGS.vgpuInfo, vgpuInfoProblems(cfg.VGPUInfo));
+  if (cfg.HostDeviceInfo)
+    problems.addAll(FLAGS.hostDeviceInfo, hostDeviceInfoProblems(cfg.HostDeviceInfo, cfg.VGPUInfo));
 }
 
 function checkDisks(cfg: DriverConfig, problems: Problems, unparsed: Unparsed): void {

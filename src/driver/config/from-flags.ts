@@ -4,6 +4,7 @@
 // minutes into a create; here every problem is collected and named by its flag.
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../../harvester/disk-network-info.js';
 import type { GoDriverConfig } from '../../harvester/go-config.js';
+import { parseHostDeviceInfo } from '../../harvester/host-devices.js';
 import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
 import { FLAGS, type FlagSpec } from '../flags.js';
 import type { FlagValues } from '../machine-driver.js';
@@ -130,6 +131,13 @@ export function configFromFlags(values: FlagValues, base: GoDriverConfig | Drive
     const parsed = parseVGPUInfo(vgpuText);
     problems.addAll(FLAGS.vgpuInfo, parsed.problems);
     if (parsed.value) cfg.VGPUInfo = parsed.value;
+  }
+
+  const hostDeviceText = decodeBase64OrPlain(read.string(FLAGS.hostDeviceInfo));
+  if (hostDeviceText !== '') {
+    const parsed = parseHostDeviceInfo(hostDeviceText);
+    problems.addAll(FLAGS.hostDeviceInfo, parsed.problems);
+    if (parsed.value) cfg.HostDeviceInfo = parsed.value;
   }
 
   cfg.CPUPinning = read.bool(FLAGS.cpuPinning);

@@ -3,6 +3,7 @@
 import { configProblems, ConfigError } from '../config.js';
 import { namespacedName } from '../../harvester/names.js';
 import { isOurAbandonedVm } from './adopt.js';
+import { checkHostDevices } from './host-device-check.js';
 import { vmRef, type OperationContext } from './context.js';
 
 export class PreCreateCheckError extends Error {
@@ -107,7 +108,8 @@ export async function preCreateCheck(ctx: OperationContext): Promise<void> {
   const configIssues = configProblems(ctx.config);
   if (configIssues.length > 0) throw new ConfigError(configIssues);
   const problems: Problems = [];
-  for (const check of [checkServer, checkNoOtherVm, checkKeyPair, checkDisks, checkNetworks]) {
+  const checks = [checkServer, checkNoOtherVm, checkKeyPair, checkDisks, checkNetworks, checkHostDevices];
+  for (const check of checks) {
     await check(ctx, problems);
   }
   if (problems.length > 0) throw new PreCreateCheckError(problems);

@@ -5,8 +5,9 @@ import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance, Vol
 
 /**
  * The driver object of a config.json written by a newer Go driver (json.Marshal, compact):
- * Go's HTML-safe escapes (\u0026), an unknown nested key in DiskInfo, and unknown top-level
- * keys, one of them an integer beyond JavaScript's exact range.
+ * Go's HTML-safe escapes (\u0026), an unknown nested key in DiskInfo, HostDeviceInfo where
+ * docker-machine-driver-harvester#96 marshals it (with a key of kubevirtv1.HostDevice we do not
+ * read, "tag"), and an unknown top-level key, an integer beyond JavaScript's exact range.
  */
 export const GO_CONFIG_JSON =
   '{"IPAddress":"10.52.0.17","IPv6Address":"","MachineName":"mycluster-pool1-7f8d9c5b6-x2v9q","SSHUser":"ubuntu",' +
@@ -21,9 +22,9 @@ export const GO_CONFIG_JSON =
   '"SSHPassword":"","AddUserToDockerGroup":false,"NetworkType":"","NetworkName":"","NetworkModel":"",' +
   '"NetworkInfo":{"interfaces":[{"networkName":"default/vlan1","macAddress":"","model":"virtio","type":""}]},' +
   '"CloudConfig":"/tmp/modules/cloud-config.yaml","UserData":"#cloud-config\\nruncmd:\\n- echo a \\u0026\\u0026 echo b\\n",' +
-  '"NetworkData":"","EnableEFI":true,"EnableSecureBoot":true,"VGPUInfo":null,"CPUPinning":false,' +
-  '"IsolateEmulatorThread":false,"EnableTPM":false,' +
-  '"HostDeviceInfo":{"hostDevices":[{"name":"pci1","deviceName":"intel.com/82599"}]},"FutureCounter":9007199254740993}';
+  '"NetworkData":"","EnableEFI":true,"EnableSecureBoot":true,"VGPUInfo":null,' +
+  '"HostDeviceInfo":{"hostDevices":[{"name":"pci1","deviceName":"intel.com/82599","tag":"nic"}]},"CPUPinning":false,' +
+  '"IsolateEmulatorThread":false,"EnableTPM":false,"FutureCounter":9007199254740993}';
 
 export function pvc(name: string, namespace: string, labels?: Record<string, string>): PersistentVolumeClaim {
   return { metadata: { name, namespace, ...(labels ? { labels } : {}) } };

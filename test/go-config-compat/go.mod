@@ -1,0 +1,3 @@
+module harvester-machine/test/go-config-compat
+
+go 1.22
