@@ -192,6 +192,21 @@ const WRONG_VALUES: Array<[field: string, value: unknown, names: RegExp]> = [
   ['DiskInfo', { disks: [] }, /--harvester-disk-info/],
   ['NetworkInfo', { interfaces: [{ networkName: '' }] }, /--harvester-network-info/],
   ['VGPUInfo', { vGPURequests: [{ name: '', deviceName: '' }] }, /--harvester-vgpu-info/],
+  [
+    'HostDeviceInfo',
+    { hostDevices: [{ name: 'gpu', deviceName: 'not a resource' }] },
+    /--harvester-host-device-info/,
+  ],
+  [
+    'HostDeviceInfo',
+    {
+      hostDevices: [
+        { name: 'a', deviceName: 'x.io/y' },
+        { name: 'a', deviceName: 'x.io/z' },
+      ],
+    },
+    /--harvester-host-device-info/,
+  ],
   ['HarvesterMachine', { CreateTimeoutSeconds: 0 }, /--harvester-create-timeout/],
   ['HarvesterMachine', { IPNetwork: 'default/nowhere' }, /--harvester-ip-network/],
   ['SSHPrivateKeyPath', '/nonexistent/id_rsa', /--harvester-ssh-private-key-path/],
