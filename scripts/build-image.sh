@@ -2,9 +2,13 @@
 # Builds the controller image as an OCI archive, without Docker and without pulling anything:
 # Debian's buildah (vfs storage in a temporary directory) commits a FROM-scratch image that
 # holds only
-#   /usr/local/bin/harvester-machine   the executable given
-#   the shared libraries it links, each from this machine's Debian packages (none when the
-#   executable is static), listed with their packages in /usr/share/harvester-machine/
+#   /usr/local/bin/harvester-machine   the executable given: the static launcher and its
+#                                      payload (docs/decisions/0007-static-launcher.md)
+#   /var/cache/harvester-machine/unpacked/{runtime,app}-<hash>/
+#                                      that payload, unpacked here by the executable itself
+#                                      (XDG_CACHE_HOME=/var/cache in the image): a start finds
+#                                      it and writes nothing, so a read-only root works; the
+#                                      runtime's MANIFEST names Node and its libraries' packages
 #   /etc/ssl/certs/ca-certificates.crt Debian's CA bundle (NODE_EXTRA_CA_CERTS points at it)
 #   /etc/passwd, /etc/group            the unprivileged user 65532 it runs as
 #   /tmp                               the only writable directory (mode 1777)
@@ -33,6 +37,7 @@ LICENSE="$(node -p 'require("./package.json").license')"
 IMAGE_NAME="${IMAGE_NAME:-harvester-machine/controller}"
 CREATED="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
 EXE_IN_IMAGE=/usr/local/bin/harvester-machine
+CACHE_IN_IMAGE=/var/cache
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/build-image.XXXXXX")"
 bah() { buildah --storage-driver vfs --root "$work/storage" --runroot "$work/run" "$@"; }
@@ -49,26 +54,20 @@ cp "$exe" "$root$EXE_IN_IMAGE"
 chmod 0755 "$root$EXE_IN_IMAGE"
 chmod 1777 "$root/tmp"
 
-libs="$root/usr/share/harvester-machine/shared-libraries.txt"
-ldd_out="$(ldd "$exe" 2>&1 || true)"
-if grep -qE 'not a dynamic executable|statically linked' <<<"$ldd_out"; then
-  echo "none: $EXE_IN_IMAGE is statically linked" >"$libs"
-else
-  : >"$libs"
-  # "name => /path (addr)" and the loader's "/path (addr)"; linux-vdso has no file.
-  while read -r path; do
-    [ -f "$path" ] || fail "copy libraries" "ldd named $path, which is not a file"
-    mkdir -p "$root$(dirname "$path")"
-    cp -L "$path" "$root$path"
-    chmod 0755 "$root$path"
-    pkg="$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null || true)"
-    pkg="${pkg%%:*}"
-    ver="$( [ -n "$pkg" ] && dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo unknown)"
-    echo "$path ${pkg:-unknown} $ver" >>"$libs"
-  done < <(sed -nE 's/^[[:space:]]*([^ ]+ => )?(\/[^ ]+) \(0x[0-9a-f]+\)$/\2/p' <<<"$ldd_out" | sort -u)
-  [ -s "$libs" ] || fail "copy libraries" "ldd printed no library for $exe: $ldd_out"
-  grep -q 'ld-linux' "$libs" || fail "copy libraries" "no loader among the libraries of $exe"
-fi
+# The launcher is static: nothing else to copy for it (no loader, no libc in the image).
+file_out="$(LC_ALL=C ldd "$exe" 2>&1 || true)"
+grep -qE 'not a dynamic executable|statically linked' <<<"$file_out" \
+  || fail "check executable" "$exe is dynamically linked; build it with scripts/build-executable.sh (a static launcher)"
+# The payload, unpacked by the executable itself where it will look in the image: the
+# launcher's first cache is $XDG_CACHE_HOME/harvester-machine/unpacked, and the warm path
+# only stats the parts' directories. Nothing else of the host's environment reaches it.
+mkdir -p "$root$CACHE_IN_IMAGE"
+version_out="$(env -i XDG_CACHE_HOME="$root$CACHE_IN_IMAGE" "$root$EXE_IN_IMAGE" --version 2>&1)" \
+  || fail "unpack the payload" "$EXE_IN_IMAGE --version failed: $version_out"
+unpacked="$root$CACHE_IN_IMAGE/harvester-machine/unpacked"
+parts="$(cd "$unpacked" && ls -A)"
+[ "$(echo "$parts" | grep -cE '^(runtime|app)-[0-9a-f]{20}$')" = 2 ] && [ "$(echo "$parts" | wc -l)" = 2 ] \
+  || fail "unpack the payload" "expected one runtime and one app directory in $unpacked, found: $parts"
 
 ca=/etc/ssl/certs/ca-certificates.crt
 [ -f "$ca" ] || fail "copy CA bundle" "$ca is missing; install Debian's ca-certificates"
@@ -89,7 +88,7 @@ bah add --quiet "$ctr" "$work/rootfs.tar" / >/dev/null || fail "buildah add" "se
 bah config \
   --entrypoint "[\"$EXE_IN_IMAGE\", \"controller\"]" --cmd '' \
   --user 65532:65532 --workingdir /tmp \
-  --env HOME=/tmp --env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+  --env HOME=/tmp --env XDG_CACHE_HOME="$CACHE_IN_IMAGE" --env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
   --label "org.opencontainers.image.title=harvester-machine-controller" \
   --label "org.opencontainers.image.description=Rancher-side cleanup controller of the harvester-machine node driver" \
   --label "org.opencontainers.image.version=$VERSION" \

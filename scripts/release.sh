@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # npm run release: everything an operator installs, in release/ (made anew each run):
 #   docker-machine-driver-harvester-amd64.tar.gz (+ .sha256)  the node driver, as Rancher's
-#                                       NodeDriver URL expects it (the executable at the root)
-#   harvester-machine-linux-amd64       the same executable, for operators' machines
+#                                       NodeDriver URL expects it (the executable at the root,
+#                                       named docker-machine-driver-harvester: the plugin)
+#   harvester-machine-linux-amd64       the same executable, for operators' machines (the CLI)
 #   harvester-machine-controller-<version>.oci.tar   the controller image (scripts/build-image.sh)
 #   harvester-machine-controller-<version>.tgz       the Helm chart, its image pointing at that image
 # Reproducible: the same commit gives the same bytes (time stamps from SOURCE_DATE_EPOCH,
@@ -13,18 +14,16 @@ t0=$(date +%s.%N)
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 fail() { echo "release: step '$1' failed: $2" >&2; exit 1; }
 
-# EXECUTABLE and CONTROLLER_EXECUTABLE, when given, are used as built (the tests pass the
-# cached ones); RELEASE_DIR moves the output.
+# EXECUTABLE, when given, is used as built (the tests pass the cached one); RELEASE_DIR moves
+# the output. There is one executable (scripts/build-executable.sh): the plugin under the name
+# docker-machine-driver-harvester (rancher-machine runs it by that name), the CLI under any
+# other, the controller for `controller` (the image's entrypoint).
 RELEASE_DIR="${RELEASE_DIR:-release}"
 if [ -z "${EXECUTABLE:-}" ]; then
   bash scripts/build.sh >&2
-  # The one executable. Until it serves every role this is the plugin, and the image gets a
-  # controller-only executable built beside it; then both become build/bin/harvester-machine.
-  EXECUTABLE=build/bin/docker-machine-driver-harvester
-  CONTROLLER_EXECUTABLE=build/bin/harvester-machine-controller
-  bash scripts/build-executable.sh src/controller/executable-entry.ts "$CONTROLLER_EXECUTABLE" >/dev/null
+  EXECUTABLE=build/bin/harvester-machine
 fi
-CONTROLLER_EXECUTABLE="${CONTROLLER_EXECUTABLE:-$EXECUTABLE}"
+[ -x "$EXECUTABLE" ] || fail "find the executable" "$EXECUTABLE is not an executable file"
 helm_dir="$(bash scripts/setup-release-tools.sh)"
 
 VERSION="$(node -p 'require("./package.json").version')"
@@ -48,7 +47,7 @@ install -m 0755 "$EXECUTABLE" "$RELEASE_DIR/harvester-machine-linux-amd64"
 
 # --- the controller image ---------------------------------------------------------
 image="$RELEASE_DIR/harvester-machine-controller-$VERSION.oci.tar"
-digest="$(bash scripts/build-image.sh "$CONTROLLER_EXECUTABLE" "$image")" || fail "build image" "see above"
+digest="$(bash scripts/build-image.sh "$EXECUTABLE" "$image")" || fail "build image" "see above"
 
 # --- the chart --------------------------------------------------------------------
 # Packaged from a copy with every time stamp set, then re-packed: helm writes the current

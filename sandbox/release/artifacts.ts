@@ -1,5 +1,5 @@
 // What `npm run release` makes, for the tests: scripts/release.sh run on the cached
-// executables into the shared cache, keyed by a hash of everything the artifacts are made
+// executable into the shared cache, keyed by a hash of everything the artifacts are made
 // from (the sources, the build scripts, the chart), so a warm suite builds nothing and a
 // changed chart or script is never tested through stale artifacts.
 // HARVESTER_RELEASE_DIR=<dir> uses a given release/ instead (e.g. one `npm run release` made).
@@ -50,38 +50,6 @@ export function releaseInputHash(root = repoRoot()): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/**
- * The executable the image runs: `harvester-machine controller …`. Built from
- * src/controller/executable-entry.ts beside the plugin until one executable serves every
- * role; then this is pluginExecutable().
- */
-export async function controllerExecutable(): Promise<string> {
-  const root = repoRoot();
-  const dir = path.join(cacheRoot(), 'controller-executable', pluginSourceHash(root));
-  const binary = path.join(dir, 'harvester-machine');
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
-  await withBuildLock(
-    `${dir}.lock`,
-    () => fs.existsSync(binary),
-    async () => {
-      fs.mkdirSync(dir, { recursive: true });
-      await run(
-        'bash',
-        ['scripts/build-executable.sh', 'src/controller/executable-entry.ts', `${binary}.partial`],
-        {
-          cwd: root,
-          maxBuffer: 16 * 1024 * 1024,
-        },
-      ).catch((err: { stderr?: string; message: string }) => {
-        fs.rmSync(dir, { recursive: true, force: true });
-        throw new Error(`building the controller executable failed: ${err.stderr?.trim() || err.message}`);
-      });
-      fs.renameSync(`${binary}.partial`, binary);
-    },
-  );
-  return binary;
-}
-
 const TEST_EPOCH = 1_700_000_000;
 
 function describe(dir: string, revision: string, sourceDateEpoch: number): ReleaseArtifacts {
@@ -122,7 +90,8 @@ async function locate(): Promise<ReleaseArtifacts> {
   const base = path.join(cacheRoot(), 'release');
   const dir = path.join(base, key);
   const revision = `test-${key}`;
-  const [executable, controller] = await Promise.all([pluginExecutable(), controllerExecutable()]);
+  // The one executable: the tarball's plugin, the laptop CLI and the image's controller.
+  const executable = await pluginExecutable();
   fs.mkdirSync(base, { recursive: true });
   const artifacts = describe(dir, revision, TEST_EPOCH);
   await withBuildLock(
@@ -135,7 +104,6 @@ async function locate(): Promise<ReleaseArtifacts> {
         env: {
           ...process.env,
           EXECUTABLE: executable,
-          CONTROLLER_EXECUTABLE: controller,
           RELEASE_DIR: `${dir}.partial`,
           REVISION: revision,
           SOURCE_DATE_EPOCH: String(TEST_EPOCH),

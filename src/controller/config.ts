@@ -96,7 +96,7 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
  * commander: a flag wins over its environment variable only when it is on the command line.
  */
 function controllerCommand(output: { text: string }): Command {
-  return new Command('harvester-machine-controller')
+  return new Command('harvester-machine controller')
     .description(
       "Rancher-side cleanup controller: a Cluster API pre-terminate hook on every Harvester-backed Machine, released once the machine's VM is annotated to remove its volumes.",
     )
@@ -149,7 +149,9 @@ function controllerCommand(output: { text: string }): Command {
     .option('--log-level <level>', 'debug|info|warn|error (env LOG_LEVEL; default info)')
     .addHelpText(
       'after',
-      '\nDurations are Go durations (90s, 10m, 1h30m) or days (7d); a bare number is seconds.',
+      '\nDurations are Go durations (90s, 10m, 1h30m) or days (7d); a bare number is seconds.\n' +
+        'Exit status: 0 after SIGTERM or SIGINT; 1 when it cannot start (e.g. a list its RBAC denies) or loses\n' +
+        'its Lease (the Deployment restarts it); 2 on bad flags.',
     )
     .allowExcessArguments(false)
     .exitOverride()

@@ -21,11 +21,17 @@ export interface Running {
 
 export interface RunHooks {
   /**
-   * Ends the process after leadership was lost (default process.exit): the Deployment
-   * restarts it clean, and whatever it still had in flight dies with it. Tests record it.
+   * Ends the process after leadership was lost or when the controller cannot start (default
+   * process.exit): the Deployment restarts it clean, and whatever it still had in flight dies
+   * with it. Tests record it.
    */
   exit?: (code: number) => void;
 }
+
+/** Exit status: leadership lost, or the controller could not start (e.g. a list its RBAC denies). */
+export const EXIT_FAILED = 1;
+/** A shutdown after a failed start gets this long before the process exits anyway. */
+const FAILED_START_SHUTDOWN_MS = 5_000;
 
 export async function run(
   config: ControllerConfig,
@@ -49,9 +55,18 @@ export async function run(
     metrics.leaderElection.set(lease, 1);
     controller = new CleanupController({ client, config, logger, metrics });
     controller.start().catch((err: unknown) => {
-      logger.error('controller failed to start', { error: err instanceof Error ? err.message : String(err) });
-      process.exitCode = 1;
-      void shutdown();
+      logger.error('controller failed to start; exiting', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      // Exit, not just stop: the informers that did start keep their watches and timers
+      // alive, and a kubelet restarts only a process that ends. A shutdown that hangs on the
+      // apiserver does not hold the exit for longer than FAILED_START_SHUTDOWN_MS.
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, FAILED_START_SHUTDOWN_MS)));
+      void Promise.race([shutdown().catch(() => undefined), bound]).then(() => {
+        clearTimeout(timer);
+        exit(EXIT_FAILED);
+      });
     });
   };
   // Its own client (leader-election.ts): Lease renewals never wait behind the controller's requests.
@@ -70,7 +85,7 @@ export async function run(
           // then exit; a clean shutdown could wait on requests that no longer get answers.
           controller?.halt();
           logger.error('leadership lost; exiting');
-          exit(1);
+          exit(EXIT_FAILED);
         },
       })
     : undefined;

@@ -3,7 +3,7 @@
 // suffice for the controller run with a TokenRequest token of the chart's ServiceAccount,
 // and with one rule removed the same run is denied.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,10 @@ import { Resources } from '../../src/kube/resources.js';
 import { createLogger } from '../../src/log/logger.js';
 import { tokenKubeconfig } from '../../sandbox/control-plane/access.js';
 import { serviceAccountToken } from '../../sandbox/control-plane/service-account-token.js';
+import {
+  harvesterMachineExecutable,
+  unpackCacheEnv,
+} from '../../sandbox/rancher-machine/plugin-executable.js';
 import { releaseArtifacts } from '../../sandbox/release/artifacts.js';
 import { applyServerSide, helm, renderChart } from '../../sandbox/release/helm.js';
 import { useControlPlane } from '../support/control-plane-fixture.js';
@@ -39,6 +43,8 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
   let docs: Rbac[] = [];
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-chart-rbac-'));
   const running: Running[] = [];
+  /** What run() asked the process to exit with (its exit hook, in place of process.exit). */
+  const exits = new Map<string, number[]>();
   after(async () => {
     for (const r of running) await r.shutdown();
     fs.rmSync(tmp, { recursive: true, force: true });
@@ -89,14 +95,14 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
   });
 
   /**
-   * Installs the rendered chart (all of it, server-side) as `release` in its own namespace
-   * and runs the controller in process with a TokenRequest token of the chart's
-   * ServiceAccount, as its pod would authenticate.
+   * Installs the rendered chart (all of it, server-side) as `release` in its own namespace;
+   * the kubeconfig of a TokenRequest token of the chart's ServiceAccount, as its pod would
+   * authenticate, and the namespaces.
    */
-  async function installAndRun(
+  async function install(
     chartRef: string,
     release: string,
-  ): Promise<{ controller: Running; logLines: string[] }> {
+  ): Promise<{ kubeconfigPath: string; ns: string; watched: string }> {
     const { cp } = fixture;
     const ns = `${release}-system`;
     const watched = `${release}-fleet`;
@@ -118,6 +124,15 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
       tokenKubeconfig({ name: 'rancher', server: cp.server, caPem: cp.caPem, token }),
       { mode: 0o600 },
     );
+    return { kubeconfigPath, ns, watched };
+  }
+
+  /** install(), then the controller in process. */
+  async function installAndRun(
+    chartRef: string,
+    release: string,
+  ): Promise<{ controller: Running; logLines: string[] }> {
+    const { kubeconfigPath, ns, watched } = await install(chartRef, release);
     const logLines: string[] = [];
     const logger = createLogger({
       format: 'json',
@@ -129,9 +144,28 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
       POD_NAMESPACE: ns,
       POD_NAME: `${release}-0`,
     });
-    const controller = await run(config, logger, {});
+    exits.set(release, []);
+    const controller = await run(config, logger, {}, { exit: (code) => exits.get(release)?.push(code) });
     running.push(controller);
     return { controller, logLines };
+  }
+
+  let reducedChart: Promise<string> | undefined;
+  /** The chart, unpacked, with the first rule (Machines) left out of its one rules file. */
+  function chartWithoutMachines(): Promise<string> {
+    reducedChart ??= (async () => {
+      const unpacked = path.join(tmp, 'chart');
+      fs.mkdirSync(unpacked);
+      await exec('tar', ['-xzf', chart, '-C', unpacked]);
+      const rulesFile = path.join(unpacked, 'harvester-machine-controller', 'rbac', 'rules.yaml');
+      const reduced = parse(fs.readFileSync(rulesFile, 'utf8')) as ChartRules;
+      const removed = reduced.clusterRules.shift();
+      assert.deepEqual(removed?.resources, ['machines']);
+      fs.writeFileSync(rulesFile, stringify(reduced));
+      await helm(['lint', path.join(unpacked, 'harvester-machine-controller')]);
+      return path.join(unpacked, 'harvester-machine-controller');
+    })();
+    return reducedChart;
   }
 
   const readyz = async (port: number): Promise<number> =>
@@ -151,30 +185,55 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
   });
 
   it('with one rule removed from rbac/rules.yaml, the same run is denied (so the check can fail)', async () => {
-    // The chart, unpacked, with the first rule (Machines) left out of its one rules file.
-    const unpacked = path.join(tmp, 'chart');
-    fs.mkdirSync(unpacked);
-    await exec('tar', ['-xzf', chart, '-C', unpacked]);
-    const rulesFile = path.join(unpacked, 'harvester-machine-controller', 'rbac', 'rules.yaml');
-    const reduced = parse(fs.readFileSync(rulesFile, 'utf8')) as ChartRules;
-    const removed = reduced.clusterRules.shift();
-    assert.deepEqual(removed?.resources, ['machines']);
-    fs.writeFileSync(rulesFile, stringify(reduced));
-    await helm(['lint', path.join(unpacked, 'harvester-machine-controller')]);
-    const { controller, logLines } = await installAndRun(
-      path.join(unpacked, 'harvester-machine-controller'),
-      'hmc-less',
-    );
+    const { controller, logLines } = await installAndRun(await chartWithoutMachines(), 'hmc-less');
     await eventually(
       'the controller to be denied listing Machines',
       () => Promise.resolve(logLines.some((l) => /forbidden/i.test(l) && l.includes('machines'))),
       60_000,
     );
     assert.notEqual(await readyz(controller.port), 200, 'not ready without the rule');
-    // run() marks the process failed when its controller cannot start (main then exits 1),
-    // which is the expected outcome here, not this test file's.
-    await eventually('the controller to give up', () => Promise.resolve(process.exitCode === 1), 30_000);
-    process.exitCode = undefined;
+    // run() ends the process with status 1 when its controller cannot start (the Deployment
+    // restarts it); here its exit hook records that instead.
+    await eventually(
+      'the controller to give up',
+      () => Promise.resolve(exits.get('hmc-less')?.includes(1) === true),
+      30_000,
+    );
+    assert.deepEqual(exits.get('hmc-ok'), [], 'the permitted controller keeps running');
+  });
+
+  it('the built `harvester-machine controller`, denied at start, exits 1 within seconds instead of hanging', async () => {
+    // Installed as the chart without the Machines rule: the Machine informer's first list is denied.
+    const { kubeconfigPath, ns, watched } = await install(await chartWithoutMachines(), 'hmc-proc');
+    const executable = await harvesterMachineExecutable();
+    const started = Date.now();
+    const child = spawn(
+      executable,
+      ['controller', '--kubeconfig', kubeconfigPath, '--metrics-bind-address', '127.0.0.1:0'],
+      {
+        env: { ...unpackCacheEnv(), WATCH_NAMESPACES: watched, POD_NAMESPACE: ns },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const code = await Promise.race([
+        exited,
+        new Promise<string>((r) => (timer = setTimeout(() => r('still running'), 45_000))),
+      ]);
+      assert.equal(code, 1, output);
+      assert.match(output, /controller failed to start/);
+      assert.match(output, /forbidden/i);
+      const took = Date.now() - started;
+      assert.ok(took < 45_000, `exited after ${took} ms`);
+    } finally {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+    }
   });
 
   it('has values for image, namespaces and the deadline', () => {

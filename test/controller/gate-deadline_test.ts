@@ -242,7 +242,9 @@ async function assertHeld(guests: Guests): Promise<string> {
     },
     DEADLINE_MS / 2,
   );
-  const ran = standIn?.runs.filter((r) => Object.values(guests).some((m) => r.machine === `${NS}/${m.name}`));
+  const ran = standIn?.removals.filter((r) =>
+    Object.values(guests).some((m) => r.machine === `${NS}/${m.name}`),
+  );
   assert.equal(ran?.length, 0, 'no removal ran while the gates were held');
   return summary;
 }
@@ -264,7 +266,7 @@ async function releaseLateness(
     });
   const lateness: Record<string, number> = {};
   for (const [key, m] of Object.entries(guests)) {
-    const run = standIn?.runs.find((r) => r.machine === `${NS}/${m.name}`);
+    const run = standIn?.removals.find((r) => r.machine === `${NS}/${m.name}`);
     assert.ok(run, `the removal of ${m.name} ran`);
     // deletionTimestamp has whole seconds: the deadline counts from up to 1 s before the deletion.
     lateness[key] = run.startedAt - ((deletedAt.get(m.name) ?? 0) + DEADLINE_MS);

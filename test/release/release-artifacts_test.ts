@@ -1,7 +1,8 @@
-// What `npm run release` writes (scripts/release.sh, run on the cached executables): the
+// What `npm run release` writes (scripts/release.sh, run on the cached executable): the
 // node driver tarball as Rancher's NodeDriver URL expects it, its checksum file, the
-// executable in it answering rancher-machine's plugin handshake, the controller image's
-// contents and labels, and the packaged chart pointing at that image.
+// executable in it answering rancher-machine's plugin handshake and, under another name, the
+// CLI; the controller image's contents and labels, and that it starts without writing to
+// its file system; the packaged chart pointing at that image.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,15 +12,26 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { driverRegistry } from '../../src/plugin/driver-types.js';
 import { goEmptyStruct, goInt, goString } from '../../src/plugin/gob/go-types.js';
-import { NOT_A_PLUGIN_MESSAGE } from '../../src/plugin/plugin-main.js';
 import { RpcTestClient } from '../../src/plugin/testing/rpc-test-client.js';
 import { releaseArtifacts, type ReleaseArtifacts } from '../../sandbox/release/artifacts.js';
+import { loadImage, podman } from '../../sandbox/release/podman.js';
+import { repoRoot } from '../../sandbox/repo.js';
 import { PLUGIN_ENV, startPlugin } from '../interop/support/plugin-process.js';
 import { tempRoot } from '../interop/support/repo.js';
 
 const exec = promisify(execFile);
 const tmp = tempRoot('hm-release');
 const BARE_ENV = { PATH: '/nonexistent', HOME: '/nonexistent' };
+/** The image's XDG_CACHE_HOME: where its payload is unpacked, read-only. */
+const IMAGE_CACHE = '/var/cache';
+
+/** Every file below dir, relative, sorted. */
+function listTree(dir: string, rel = ''): string[] {
+  return fs
+    .readdirSync(path.join(dir, rel), { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? listTree(dir, path.join(rel, e.name)) : [path.join(rel, e.name)]))
+    .sort();
+}
 
 async function tarList(archive: string, ...flags: string[]): Promise<string[]> {
   const { stdout } = await exec('tar', [...flags, '--numeric-owner', '-tvf', archive], {
@@ -96,19 +108,12 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     }
   });
 
-  it('harvester-machine-linux-amd64 --version prints the version', async (t) => {
-    const answer = await exec(r.executable, ['--version'], { env: BARE_ENV }).catch(
-      (err: { stdout: string; stderr: string }) => err,
-    );
-    if (answer.stderr === NOT_A_PLUGIN_MESSAGE) {
-      // Before one executable serves every role the release executable is the plugin only.
-      t.skip('the release executable is still the plugin only (no CLI role yet)');
-      return;
-    }
-    assert.equal(answer.stdout.trim(), r.version);
+  it('harvester-machine-linux-amd64 --version prints the version (the CLI: the same file under another name)', async () => {
+    const { stdout } = await exec(r.executable, ['--version'], { env: BARE_ENV });
+    assert.match(stdout, new RegExp(`^harvester-machine ${r.version.replaceAll('.', '\\.')} \\(`));
   });
 
-  it('the image: FROM scratch with the executable, exactly the libraries it links, a CA bundle, /tmp; user 65532; labels', async () => {
+  it('the image: FROM scratch with the static executable, its payload unpacked, a CA bundle, /tmp; user 65532; labels', async () => {
     const index = JSON.parse(await tarRead(r.image, './index.json')) as {
       manifests: Array<{ digest: string; annotations?: Record<string, string> }>;
     };
@@ -125,10 +130,11 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.equal(manifest.layers.length, 1, 'one layer, no base image');
     const config = JSON.parse(await blob(manifest.config.digest)) as {
       created: string;
-      config: { User: string; Entrypoint: string[]; Labels: Record<string, string> };
+      config: { User: string; Entrypoint: string[]; Env: string[]; Labels: Record<string, string> };
     };
     assert.equal(config.config.User, '65532:65532');
     assert.deepEqual(config.config.Entrypoint, ['/usr/local/bin/harvester-machine', 'controller']);
+    assert.ok(config.config.Env.includes(`XDG_CACHE_HOME=${IMAGE_CACHE}`), config.config.Env.join(' '));
     const created = new Date(r.sourceDateEpoch * 1000).toISOString().replace('.000Z', 'Z');
     assert.equal(config.created, created);
     const labels = config.config.Labels;
@@ -136,7 +142,11 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.equal(labels['org.opencontainers.image.revision'], r.revision);
     assert.equal(labels['org.opencontainers.image.licenses'], 'Apache-2.0');
     assert.equal(labels['org.opencontainers.image.created'], created);
-    assert.ok('org.opencontainers.image.source' in labels);
+    const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')) as {
+      repository: { url: string };
+    };
+    assert.match(labels['org.opencontainers.image.source'] ?? '', /^https:\/\/\S+$/);
+    assert.equal(labels['org.opencontainers.image.source'], pkg.repository.url);
 
     const layer = path.join(tmp.dir, 'layer.tar.gz');
     fs.writeFileSync(
@@ -146,41 +156,100 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
         maxBuffer: 1 << 30,
       }).then((o) => o.stdout),
     );
-    const files = (await tarList(layer, '-z'))
-      .filter((l) => !l.startsWith('d'))
-      .map((l) => l.split(/\s+/).slice(5).join(' '));
+    const listing = await tarList(layer, '-z');
+    const files = listing.filter((l) => !l.startsWith('d')).map((l) => l.split(/\s+/).slice(5).join(' '));
+    assert.ok(
+      listing.every((l) => l.split(/\s+/)[1] === '0/0'),
+      'every file owned by root: the user 65532 cannot change them',
+    );
     const root = path.join(tmp.dir, 'rootfs');
     fs.mkdirSync(root);
     await exec('tar', ['-xzf', layer, '-C', root]);
-    // Exactly what ldd says the executable links (or nothing when it is static), each listed.
     const exe = path.join(root, 'usr/local/bin/harvester-machine');
+    assert.deepEqual(fs.readFileSync(exe), fs.readFileSync(r.executable), 'the release executable');
+    // Static: no loader and no libc beside it.
     const ldd = await exec('ldd', [exe]).then(
-      (o) => o.stdout,
-      (err: { stdout: string }) => err.stdout,
+      (o) => o.stdout + o.stderr,
+      (err: { stdout: string; stderr: string }) => err.stdout + err.stderr,
     );
-    const linked = [...ldd.matchAll(/(\/\S+) \(0x[0-9a-f]+\)/g)].map((m) => (m[1] ?? '').slice(1)).sort();
-    const listed = fs
-      .readFileSync(path.join(root, 'usr/share/harvester-machine/shared-libraries.txt'), 'utf8')
-      .trim()
-      .split('\n');
+    assert.match(ldd, /not a dynamic executable|statically linked/);
+    // Its payload unpacked exactly as the executable unpacks it into an empty cache.
+    const fresh = path.join(tmp.dir, 'fresh-cache');
+    fs.mkdirSync(fresh);
+    await exec(r.executable, ['--version'], { env: { ...BARE_ENV, XDG_CACHE_HOME: fresh } });
+    const unpacked = `${IMAGE_CACHE.slice(1)}/harvester-machine/unpacked/`;
+    const expectedPayload = listTree(path.join(fresh, 'harvester-machine/unpacked'));
+    assert.deepEqual(
+      expectedPayload
+        .map((f) => f.split('/')[0]?.replace(/-[0-9a-f]{20}$/, ''))
+        .filter((v, i, a) => a.indexOf(v) === i),
+      ['app', 'runtime'],
+    );
+    for (const f of expectedPayload)
+      assert.ok(
+        fs
+          .readFileSync(path.join(root, unpacked, f))
+          .equals(fs.readFileSync(path.join(fresh, 'harvester-machine/unpacked', f))),
+        `${unpacked}${f} holds what the executable unpacks`,
+      );
     const expected = [
       'etc/group',
       'etc/passwd',
       'etc/ssl/certs/ca-certificates.crt',
       'usr/local/bin/harvester-machine',
       'usr/share/harvester-machine/ca-bundle.txt',
-      'usr/share/harvester-machine/shared-libraries.txt',
-      ...linked,
+      ...expectedPayload.map((f) => `${unpacked}${f}`),
     ].sort();
     assert.deepEqual(files.sort(), expected);
-    if (linked.length > 0) assert.deepEqual(listed.map((l) => l.split(' ')[0]?.slice(1)).sort(), linked);
-    for (const l of listed)
-      assert.doesNotMatch(l, /unknown/, `${l}: every library comes from a Debian package`);
-    const tmpEntry = (await tarList(layer, '-z')).find((l) => / tmp\/?$/.test(l));
+    const manifestFile = expectedPayload.find((f) => /^runtime-[0-9a-f]{20}\/MANIFEST$/.test(f)) ?? '';
+    const runtimeManifest = fs.readFileSync(path.join(root, unpacked, manifestFile), 'utf8');
+    assert.match(runtimeManifest, /^node 24\./);
+    assert.match(
+      runtimeManifest,
+      /^libc\.so\.6 libc6:amd64 /m,
+      'the libraries named with their Debian packages',
+    );
+    const tmpEntry = listing.find((l) => / tmp\/?$/.test(l));
     assert.match(tmpEntry ?? '', /^drwxrwxrwt 0\/0/, '/tmp is the writable directory (1777)');
     assert.match(
       fs.readFileSync(path.join(root, 'etc/ssl/certs/ca-certificates.crt'), 'utf8'),
       /BEGIN CERTIFICATE/,
+    );
+  });
+
+  it('the image starts its controller under podman and writes nothing to its file system', async () => {
+    const id = await loadImage(r.image);
+    /** `podman diff` after a run with a writable container layer (no --read-only): what a start wrote. */
+    const written = async (env: string[]): Promise<{ output: string; changes: string[] }> => {
+      const name = `hm-release-nowrite-${process.pid}-${env.length}`;
+      try {
+        // No higher limits than the current ones (podman.ts: no CAP_SYS_RESOURCE to raise them).
+        const output = await podman([
+          'run',
+          ...['--name', name, '--network', 'none'],
+          ...['--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=4096:4096'],
+          ...env.flatMap((e) => ['--env', e]),
+          id,
+          '--help',
+        ]);
+        // podman's own mount points for /etc/hosts, /etc/hostname, /etc/resolv.conf.
+        const changes = (await podman(['diff', name]))
+          .split('\n')
+          .filter((l) => l !== '' && !/^[AC] \/etc(\/(hosts|hostname|resolv\.conf))?$/.test(l));
+        return { output, changes };
+      } finally {
+        await podman(['rm', '--force', '--time', '0', name]).catch(() => undefined);
+      }
+    };
+    const run = await written([]);
+    assert.match(run.output, /^Usage: harvester-machine controller \[options\]/);
+    assert.deepEqual(run.changes, [], 'nothing written: the payload was found unpacked');
+    // And the check can fail: pointed away from the unpacked payload, a start unpacks into $HOME.
+    const elsewhere = await written(['XDG_CACHE_HOME=/nonexistent']);
+    assert.match(elsewhere.output, /^Usage: harvester-machine controller \[options\]/);
+    assert.ok(
+      elsewhere.changes.includes('A /tmp/.cache/harvester-machine/unpacked'),
+      elsewhere.changes.join('\n'),
     );
   });
 
