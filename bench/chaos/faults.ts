@@ -76,7 +76,8 @@ export function planFaults(rng: () => number): PlannedFault[] {
       kind === 'credential-expiry' || kind === 'controller-failover'
         ? pick(rng, ['scale-down', 'delete'] as const)
         : pick(rng, PHASES),
-    offsetMs: Math.floor(rng() * 3_000),
+    // A credential expires within the first second of its phase, before the gates are decided.
+    offsetMs: Math.floor(rng() * (kind === 'credential-expiry' ? 1_000 : 3_000)),
     target: pick(rng, ['harvester', 'rancher'] as const),
     renewAfterMs: 5_000 + Math.floor(rng() * 10_000),
     retryAfterSeconds: 1 + Math.floor(rng() * 2),
