@@ -227,7 +227,8 @@ export class FaultRun {
           },
           120_000,
         );
-        return `leader ${leader.name} killed (SIGKILL); ${next.replace(/-\d+$/, '')} took the Lease ${secs(Date.now() - killedAt)} later`;
+        const successor = world.replicas.find((r) => next.endsWith(`-${r.process.pid ?? ''}`));
+        return `leader ${leader.name} killed (SIGKILL); ${successor?.name ?? next} took the Lease ${secs(Date.now() - killedAt)} later`;
       }
     }
   }

@@ -3,7 +3,7 @@
 // figures as a table. Exit status: 0 when every must-be-0 figure is 0; 1 when one is not;
 // 2 when the time bound stopped it before --runs runs; 3 on a setup failure.
 //
-//   npm run chaos -- [--runs 20] [--max-minutes 15] [--seed N] [--gate-deadline 90s]
+//   npm run chaos -- [--runs 20] [--max-minutes 25] [--seed N] [--gate-deadline 90s]
 import { parseArgs } from 'node:util';
 import { setUserAgentProgram } from '../../src/kube/index.js';
 import { parseDuration } from '../../src/common/durations.js';
@@ -20,7 +20,7 @@ import { NS, VM_NS, ChaosWorld } from './world.js';
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '20' },
-    'max-minutes': { type: 'string', default: '15' },
+    'max-minutes': { type: 'string', default: '25' },
     seed: { type: 'string' },
     'gate-deadline': { type: 'string', default: '90s' },
   },

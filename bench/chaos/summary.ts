@@ -20,7 +20,7 @@ export function summaryTable(opts: {
     ['gates held past the deadline', sum((r) => r.gatesPastDeadline.length)],
     ['duplicate VMs', sum((r) => r.duplicateVms.length)],
     ['VMs left after the cluster was deleted', sum((r) => r.vmsLeft.length)],
-    ['deletions not finished within 240 s', sum((r) => r.stuck.length)],
+    ['runs whose story did not finish (a phase past its 240 s bound)', sum((r) => r.stuck.length)],
     ['faults that failed to inject', sum((r) => r.fired.filter((f) => f.error).length)],
   ];
   const fired = opts.kinds.map((k) => {
