@@ -247,7 +247,7 @@ async function createStandaloneMachine(
   } as KubeObject);
 }
 
-/** Until every pool has its Machines and each is Running (Cluster API's phase): a short poll of one list. */
+/** Until every pool has its Machines and each is Running (Cluster API's phase): a short poll of one list, through transient errors. */
 async function waitRunning(
   rancher: KubeClient,
   spec: GuestClusterSpec,
@@ -256,10 +256,18 @@ async function waitRunning(
   const timeoutMs = spec.timeoutMs ?? 120_000;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const list = await rancher.list<MachineObject>(Resources.capiMachine, {
-      namespace: spec.namespace,
-      labelSelector: `${CAPI_LABEL_CLUSTER_NAME}=${spec.name}`,
-    });
+    let list: { items: MachineObject[] };
+    try {
+      list = await rancher.list<MachineObject>(Resources.capiMachine, {
+        namespace: spec.namespace,
+        labelSelector: `${CAPI_LABEL_CLUSTER_NAME}=${spec.name}`,
+      });
+    } catch (err) {
+      // An apiserver restarting under the wait (the chaos run does that): poll on, as waitFor does.
+      if (!rancher.isTransient(err) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+      continue;
+    }
     const live = list.items.filter((m) => !m.metadata.deletionTimestamp);
     const byPool = (pool: string): MachineObject[] =>
       live.filter((m) => m.metadata.labels?.['rke.cattle.io/rke-machine-pool-name'] === pool);

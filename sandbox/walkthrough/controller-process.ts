@@ -21,6 +21,8 @@ export interface ControllerLogLine {
 
 export interface ControllerProcess {
   pid: number | undefined;
+  /** Resolves with the exit code (or signal) whenever the process ends, on its own or not. */
+  exited: Promise<number | string>;
   lines(): ControllerLogLine[];
   /** Waits until a log line matches (or the process exits, or the timeout). */
   waitForLine(
@@ -89,6 +91,7 @@ export function startControllerProcess(opts: {
 
   return {
     pid: managed.child.pid,
+    exited: managed.exited,
     lines,
     async waitForLine(match, what, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;

@@ -3,7 +3,7 @@
 // /metrics /healthz /readyz, and runs the cleanup controller while it holds the Lease.
 import fs from 'node:fs';
 import os from 'node:os';
-import { KubeClient } from '../kube/index.js';
+import { KubeClient, setUserAgentProgram } from '../kube/index.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { ConfigError, HelpRequested, parseConfig, type ControllerConfig } from './config.js';
 import { rancherKubeconfig } from './rancher-kubeconfig.js';
@@ -119,6 +119,7 @@ async function runSubcommand(argv: string[]): Promise<boolean> {
 }
 
 export async function main(): Promise<void> {
+  setUserAgentProgram('harvester-machine-controller');
   if (await runSubcommand(process.argv.slice(2))) return;
   let config: ControllerConfig;
   try {

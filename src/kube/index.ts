@@ -7,3 +7,4 @@ export type { WatchBackoffPolicy } from './watch-backoff.js';
 export { describeCredential, describeToken } from './credential.js';
 export * from './informer.js';
 export * from './work-queue.js';
+export { setUserAgentProgram, userAgent } from './user-agent.js';

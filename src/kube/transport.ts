@@ -16,6 +16,7 @@ import { createAgent, routeFor, type Route } from './route.js';
 import { describeProxy } from './proxy-environment.js';
 import { isProxyError } from './proxy-agent.js';
 import { TokenFile, tokenFileOf } from './token-file.js';
+import { userAgent } from './user-agent.js';
 
 export interface HttpRequest {
   method: string;
@@ -142,7 +143,7 @@ export class Transport {
     options.headers = {
       ...options.headers,
       Accept: req.accept ?? 'application/json',
-      'User-Agent': 'harvester-machine',
+      'User-Agent': userAgent(),
       ...(req.body !== undefined
         ? {
             'Content-Type': req.contentType ?? 'application/json',

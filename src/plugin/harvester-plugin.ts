@@ -1,8 +1,10 @@
 // The Harvester driver served as a rancher-machine plugin: what docker-machine-driver-harvester
 // runs (from plugin/main.ts under Node, or from the single executable's dispatcher).
 import { HarvesterDriver } from '../driver/harvester-driver.js';
+import { setUserAgentProgram } from '../kube/index.js';
 import { runPlugin, type RunningPlugin } from './plugin-main.js';
 
 export function runHarvesterPlugin(): Promise<RunningPlugin | undefined> {
+  setUserAgentProgram('docker-machine-driver-harvester');
   return runPlugin(({ logger, argv, env }) => new HarvesterDriver({ logger, argv, env }));
 }
