@@ -189,6 +189,22 @@ export const SANDBOX_USB: readonly UsbFunction[] = [
   },
 ];
 
+/**
+ * vGPUs are not played as objects (no SR-IOV GPU or VGPUDevice kinds): the sandbox node just
+ * offers what an NVIDIA A2 split into vGPUs would, two of each of two types, as the vGPU
+ * device plugin makes a node offer `nvidia.com/<type>` per enabled vGPU, so a VM asking for
+ * them (--harvester-vgpu-info) schedules and one asking for a third does not.
+ */
+export const SANDBOX_VGPUS: ReadonlyArray<{ resourceName: string; device: string }> = [
+  'NVIDIA_A2-1Q',
+  'NVIDIA_A2-1Q',
+  'NVIDIA_A2-2Q',
+  'NVIDIA_A2-2Q',
+].map((type, i) => ({
+  resourceName: `nvidia.com/${type}`,
+  device: pciDeviceName(SANDBOX_NODE, `0000:d8:00.${4 + i}`),
+}));
+
 export async function discoverSandboxDevices(client: KubeClient): Promise<void> {
   for (const f of SANDBOX_PCI) await discoverPciDevice(client, f);
   for (const f of SANDBOX_USB) await discoverUsbDevice(client, f);

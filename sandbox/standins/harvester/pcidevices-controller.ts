@@ -7,6 +7,7 @@
 // - the device plugins and the kubelet's device manager: a node offers a resource for each
 //   enabled device, a launcher pod is scheduled only where its device resources are free,
 //   and is allocated specific devices (`placement`, used by the VMI lifecycle);
+// - vGPUs only as a fixed offer of the sandbox node (SANDBOX_VGPUS);
 // - the VM controller: `harvesterhci.io/deviceAllocationDetails` on the VM of a Running VMI,
 //   the PCI devices its pod was given.
 import { Resources } from '../../../src/kube/resources.js';
@@ -23,7 +24,7 @@ import {
   withoutFinalizer,
 } from '../writes.js';
 import { POD_SELECTOR, LAUNCHER } from '../kubevirt/pods.js';
-import { ANNOTATION_PCI_DEVICE_DRIVER } from './device-discovery.js';
+import { ANNOTATION_PCI_DEVICE_DRIVER, SANDBOX_VGPUS } from './device-discovery.js';
 import type {
   PciDeviceClaimObject,
   PciDeviceObject,
@@ -196,6 +197,7 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
     }
     for (const d of usbDevices.list((d) => d.status?.nodeName === node && d.status.enabled === true))
       add(d.status?.resourceName, d.metadata.name);
+    if (node === SANDBOX_NODE) for (const v of SANDBOX_VGPUS) add(v.resourceName, v.device);
     for (const list of byResource.values()) list.sort();
     return byResource;
   }
