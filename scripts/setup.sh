@@ -40,6 +40,10 @@ bash scripts/setup-release-tools.sh >/dev/null
 say "release tools (buildah, podman, runc, skopeo, helm) ready in $(elapsed "$t") s"
 
 t=$(seconds)
+kubectl_path="$(bash scripts/setup-kubectl.sh)"
+say "kubectl for the README's sandbox by hand: $kubectl_path ($(elapsed "$t") s)"
+
+t=$(seconds)
 rm -rf dist
 npx tsc -p . || { say "step 'compile TypeScript' failed: see the errors above"; exit 1; }
 say "compiled in $(elapsed "$t") s"
