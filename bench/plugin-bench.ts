@@ -2,9 +2,10 @@
 // to bench/results/plugin-bench-<time>.json.
 //  1. The single executable (what `npm run build` ships): size; start-to-first-line time
 //     and memory (RSS at the first line, and after a session like rancher-machine's first
-//     plugin: GetVersion, GetCreateFlags, Close; peak RSS), median of --runs launches.
-//     Baseline in the same run: the same plugin as `node dist/src/plugin/main.js` on this
-//     machine's Node (20).
+//     plugin: GetVersion, GetCreateFlags, Close; peak RSS), median of --runs launches, warm
+//     (runtime already unpacked) and cold (a fresh cache each time, as in every Rancher job's
+//     new pod). Baseline in the same run: the same plugin as `node dist/src/plugin/main.js`
+//     on this machine's Node (20).
 //  2. On the sandbox: a full `rancher-machine create` and `rm -y --update-config` as
 //     Rancher's jobs run them (Rancher-path kubeconfig), median of --cycles. The stand-ins'
 //     fixed delays are printed, so that what is left is rancher-machine's and the driver's
@@ -70,8 +71,12 @@ interface StartupSample {
 }
 
 /** One launch as rancher-machine's create does its first plugin: GetVersion, GetCreateFlags, Close. */
-async function startupSample(command: string, args: string[]): Promise<StartupSample> {
-  const env = { PATH: process.env.PATH ?? '', HOME: os.homedir(), ...PLUGIN_ENV };
+async function startupSample(
+  command: string,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<StartupSample> {
+  const env = { PATH: process.env.PATH ?? '', HOME: os.homedir(), ...PLUGIN_ENV, ...extraEnv };
   const plugin = await startPlugin(command, args, env);
   const pid = plugin.child.pid ?? 0;
   try {
@@ -107,16 +112,34 @@ function embeddedNodeVersion(root: string): string {
 async function benchStartup(executable: string, runs: number) {
   const rancherArgv = ['rancher-machine', 'create', '-d', 'harvester', 'm1'];
   const mainJs = fileURLToPath(new URL('../src/plugin/main.js', import.meta.url));
-  const sea: StartupSample[] = [];
+  const warm: StartupSample[] = [];
+  const cold: StartupSample[] = [];
   const node: StartupSample[] = [];
-  // One warm-up each (page cache), then alternate so that load from others hits both alike.
-  await startupSample(executable, rancherArgv);
-  await startupSample(process.execPath, [mainJs, ...rancherArgv]);
-  for (let i = 0; i < runs; i++) {
-    sea.push(await startupSample(executable, rancherArgv));
-    node.push(await startupSample(process.execPath, [mainJs, ...rancherArgv]));
+  const caches = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-bench-cold-'));
+  try {
+    // One warm-up each (page cache), then alternate so that load from others hits all alike.
+    await startupSample(executable, rancherArgv);
+    await startupSample(process.execPath, [mainJs, ...rancherArgv]);
+    for (let i = 0; i < runs; i++) {
+      warm.push(await startupSample(executable, rancherArgv));
+      node.push(await startupSample(process.execPath, [mainJs, ...rancherArgv]));
+      // A cold start every third run: each unpacks 110 MB.
+      if (i % 3 === 0) {
+        const fresh = path.join(caches, String(i));
+        fs.mkdirSync(fresh);
+        cold.push(await startupSample(executable, rancherArgv, { XDG_CACHE_HOME: fresh }));
+        fs.rmSync(fresh, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    fs.rmSync(caches, { recursive: true, force: true });
   }
-  return { executable: summarize(sea), node: summarize(node), samples: { executable: sea, node } };
+  return {
+    executable: summarize(warm),
+    cold: summarize(cold),
+    node: summarize(node),
+    samples: { executable: warm, cold, node },
+  };
 }
 
 // ---- 2. create and rm on the sandbox ----
@@ -256,7 +279,7 @@ async function main(): Promise<void> {
     `plugin-bench on ${os.cpus().length} CPU(s), load ${os.loadavg()[0]?.toFixed(2)}; runs=${runs} cycles=${cycles}`,
   );
   console.log(
-    `executable: ${mib(sizeBytes)} (Node ${nodeLts} SEA), baseline: node ${process.version} dist/src/plugin/main.js`,
+    `executable: ${mib(sizeBytes)} (static launcher, Node ${nodeLts}), baseline: node ${process.version} dist/src/plugin/main.js`,
   );
 
   const startup = await benchStartup(executable, runs);
@@ -264,7 +287,8 @@ async function main(): Promise<void> {
     `  ${label.padEnd(26)} first line ${ms(s.firstLineMs).padStart(7)}   RSS at first line ${mib(s.rssAtFirstLine).padStart(9)}` +
     `   after GetVersion+GetCreateFlags ${mib(s.rssAfterSession).padStart(9)}   peak ${mib(s.peakRss).padStart(9)}`;
   console.log(`start-up (median of ${runs}):`);
-  console.log(row(`executable (Node ${nodeLts})`, startup.executable));
+  console.log(row(`executable, warm`, startup.executable));
+  console.log(row(`executable, cold (unpacks)`, startup.cold));
   console.log(row(`node ${process.version} main.js`, startup.node));
 
   let sandboxReport: Record<string, unknown> = { skipped: rancherMachineSkipReason() };
@@ -310,7 +334,13 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     host: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
     executable: { sizeBytes, embeddedNode: nodeLts },
-    startup: { runs, executable: startup.executable, node: startup.node, samples: startup.samples },
+    startup: {
+      runs,
+      executable: startup.executable,
+      cold: startup.cold,
+      node: startup.node,
+      samples: startup.samples,
+    },
     sandbox: sandboxReport,
   };
   const dir = path.join(root, 'bench', 'results');

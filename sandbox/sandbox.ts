@@ -7,11 +7,12 @@
 //   (…/k8s/clusters/<clusterId>, Rancher token), also saved as a Harvester cloud credential;
 // - rancherLocal: admin of Rancher's local cluster (where the cleanup controller runs).
 import type { KubeClient } from '../src/kube/client.js';
+import { ClusterApi, type ClusterApiOptions } from './capi/manager.js';
 import { silentLogger, type Logger } from '../src/log/logger.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../src/rancher/cloud-credential.js';
 import { createTokenUser, setTokenExpiry, tokenKubeconfig, type TokenUser } from './control-plane/access.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
-import { installCrds } from './crds/install.js';
+import { OWN_CAPI_GROUP, installCrds } from './crds/install.js';
 import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
 import { authorize, type Attributes } from './proxy/identity.js';
 import { createRancherCluster } from './rancher/cluster.js';
@@ -61,6 +62,11 @@ export interface SandboxOptions {
   /** TTL of the initial Rancher token (default 30 days, Rancher's kubeconfig default). */
   rancherTokenTtlMs?: number;
   standIns?: Omit<StandInOptions, 'logger'>;
+  /**
+   * Runs the real Cluster API manager on Rancher's local cluster (sandbox/capi): its CRDs instead
+   * of the sandbox's reduced ones. Off by default (true: the default version, all namespaces).
+   */
+  clusterApi?: boolean | ClusterApiOptions;
   logger?: Logger;
 }
 
@@ -80,6 +86,8 @@ export interface Sandbox {
   harvester: ControlPlane;
   rancher: ControlPlane;
   standIns: StandIns;
+  /** With SandboxOptions.clusterApi: the running manager. */
+  clusterApi: ClusterApi | undefined;
   proxy: FrontProxy;
   clusterId: string;
   kubeconfigs: { harvesterDirect: string; harvesterViaRancher: string; rancherLocal: string };
@@ -121,6 +129,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     }
   };
 
+  const clusterApi = opts.clusterApi
+    ? await ClusterApi.prepare(opts.clusterApi === true ? {} : opts.clusterApi)
+    : undefined;
   try {
     const started = Date.now();
     // CRDs go in before each controller manager starts, so its garbage collector knows them.
@@ -131,9 +142,17 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       }).then((cp) => (stops.push(() => cp.stop()), cp)),
       startControlPlane({
         name: 'rancher',
-        beforeControllerManager: async (admin) => void (await installCrds(admin, 'rancher')),
+        beforeControllerManager: async (admin, pki) => {
+          if (!clusterApi) return void (await installCrds(admin, 'rancher'));
+          await installCrds(admin, 'rancher', 30_000, { without: [OWN_CAPI_GROUP] });
+          await clusterApi.installCrds(admin, pki);
+        },
       }).then((cp) => (stops.push(() => cp.stop()), cp)),
     ]);
+    if (clusterApi) {
+      await clusterApi.start(rancher);
+      stops.push(() => clusterApi.stop(rancher.admin));
+    }
     logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
     const ssh = sandboxSshKey();
     recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
@@ -225,6 +244,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       harvester,
       rancher,
       standIns,
+      clusterApi,
       proxy,
       clusterId,
       kubeconfigs: {

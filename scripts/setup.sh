@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything the tests, the sandbox and the walkthrough need, on a fresh machine:
-# npm packages (from the lockfile), Debian's etcd-server and openssl, kube-apiserver and
-# kube-controller-manager built from the Go module proxy (cached outside the repo), and
-# the compiled TypeScript. Idempotent: a second run reuses everything and takes seconds.
+# npm packages (from the lockfile), Debian's etcd-server, openssl, squid and microsocks, kube-apiserver and
+# kube-controller-manager, and Cluster API's controller-manager (sandbox/capi), built from the
+# Go module proxy (cached outside the repo), and the compiled TypeScript. Idempotent: a second
+# run reuses everything and takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,9 @@ if ! command -v openssl >/dev/null 2>&1; then
     || { say "step 'install openssl' failed: install Debian's openssl package"; exit 1; }
 fi
 
+bash scripts/setup-executable-tools.sh
+bash scripts/setup-proxies.sh
+
 lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ "$(cat node_modules/.hm-lock-sum 2>/dev/null)" != "$lock_sum" ]; then
   t=$(seconds)
@@ -38,6 +42,10 @@ echo "control-plane build: $(elapsed "$t") s ($bin_dir)"
 t=$(seconds)
 bash scripts/setup-release-tools.sh >/dev/null
 say "release tools (buildah, podman, runc, skopeo, helm) ready in $(elapsed "$t") s"
+
+t=$(seconds)
+capi_dirs="$(bash sandbox/capi/build-cluster-api.sh | cut -d' ' -f1 | tr '\n' ' ')"
+echo "cluster-api build: $(elapsed "$t") s (${capi_dirs% })"
 
 t=$(seconds)
 kubectl_path="$(bash scripts/setup-kubectl.sh)"

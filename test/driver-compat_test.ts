@@ -77,6 +77,37 @@ describe('drop-in compatibility', () => {
   });
 });
 
+describe("the Go driver's own inputs", () => {
+  it('creates and runs the VM of its vGPU test input (names left empty), each device named after itself', async () => {
+    const { sandbox } = fixture;
+    const name = 'vgpu-pool1-6c5d4-v1g2p';
+    const { driver } = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterDirect,
+      storePath: store,
+      clusterName: 'vgpu',
+      flags: {
+        'harvester-vgpu-info':
+          '{"vGPURequests":[{"name":"","deviceName":"nvidia.com/NVIDIA_A2-2Q"},{"name":"","deviceName":"nvidia.com/NVIDIA_A2-1Q"}]}',
+      },
+    });
+    await driver.preCreateCheck();
+    await driver.create();
+    const vm = await sandbox.harvester.admin.get<Vm>(Resources.virtualMachine, { namespace: ns, name });
+    assert.deepEqual(vm.spec.template.spec.domain.devices.hostDevices, [
+      { name: 'nvidia-com-NVIDIA_A2-2Q', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+      { name: 'nvidia-com-NVIDIA_A2-1Q', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+    ]);
+    // config.json keeps the requests as given, as the Go driver saves them.
+    assert.deepEqual(
+      driver.config.VGPUInfo?.vGPURequests.map((r) => r.name),
+      ['', ''],
+    );
+    await driver.remove();
+    driver.close();
+  });
+});
+
 describe('idempotency', () => {
   it('finishes a create that died waiting for the IP, without a second VM or volume', async () => {
     const { sandbox } = fixture;
@@ -89,6 +120,7 @@ describe('idempotency', () => {
         storePath: store,
         clusterName: 'halfdone',
         flags: { 'harvester-ip-timeout': 2 },
+        progressIntervalMs: 500,
       });
       const err = await first.driver.create().then(
         () => undefined,
@@ -101,7 +133,22 @@ describe('idempotency', () => {
       );
       assert.match(
         err.message,
-        /last seen: VM instance Running, 1 interface\(s\) reported, none with a usable address/,
+        /last seen: VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected/,
+      );
+      // The job log says what the wait is stuck on while it waits, with the time waited.
+      const info = first.log.lines.filter((l) => l.level === 'info').map((l) => l.line);
+      const fromIpWait = info.slice(info.indexOf('Waiting for node get ip'));
+      assert.match(
+        fromIpWait[1] ?? '',
+        /^VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected \(it reports the addresses\) \(after \d+ ms\)$/,
+      );
+      assert.ok(
+        fromIpWait.some((l) =>
+          /^Still waiting for VM default\/halfdone-pool1-2a9b3-q1w2e to report an IP address after \d+ (ms|s): VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected/.test(
+            l,
+          ),
+        ),
+        fromIpWait.join('\n'),
       );
       first.driver.close();
     } finally {

@@ -126,6 +126,63 @@ for (const path of ['direct', 'via Rancher'] as const) {
   });
 }
 
+describe('removal of a VM whose claim name is hostile', () => {
+  it('never records a claim name holding a comma: another VM’s disk and a shared volume stay', async () => {
+    const { sandbox } = fixture;
+    const { admin } = sandbox.harvester;
+    const kubeconfig = sandbox.kubeconfigs.harvesterDirect;
+    const a = newMachine({
+      name: 'clusterh-pool1-3a4b5-hhhh1',
+      kubeconfig,
+      storePath: store,
+      clusterName: 'clusterh',
+    });
+    const b = newMachine({
+      name: 'clusterh-pool1-3a4b5-hhhh2',
+      kubeconfig,
+      storePath: store,
+      clusterName: 'clusterh',
+    });
+    await a.driver.create();
+    await b.driver.create();
+    const [aBoot = '?'] = await vmPvcNames(admin, ns, 'clusterh-pool1-3a4b5-hhhh1');
+    const [bBoot = '?'] = await vmPvcNames(admin, ns, 'clusterh-pool1-3a4b5-hhhh2');
+    const shared = await sandbox.standIns.csi.createVolume({ namespace: ns, size: '1Gi' });
+    for (const pvc of [aBoot, bBoot, shared]) await waitPvcExists(admin, ns, pvc);
+    // Anyone who may edit the VM can write any claim name; Harvester splits the annotation on ",".
+    const hostile = `${shared},${bBoot}`;
+    const vm = await admin.get<KubeObject & { spec: { template: { spec: { volumes?: unknown[] } } } }>(
+      Resources.virtualMachine,
+      { namespace: ns, name: 'clusterh-pool1-3a4b5-hhhh1' },
+    );
+    const volumes = [
+      ...(vm.spec.template.spec.volumes ?? []),
+      { name: 'data-1', persistentVolumeClaim: { claimName: hostile } },
+    ];
+    await admin.patch(
+      Resources.virtualMachine,
+      { namespace: ns, name: 'clusterh-pool1-3a4b5-hhhh1' },
+      { spec: { template: { spec: { volumes } } } },
+    );
+
+    await a.driver.remove();
+
+    await waitPvcGone(admin, ns, aBoot);
+    const live = await livePvcs(admin, ns);
+    assert.ok(live.has(bBoot), `the other VM's disk ${bBoot} must stay`);
+    assert.ok(live.has(shared), `the shared volume ${shared} must stay`);
+    assert.ok(
+      a.log.lines.some(
+        (l) =>
+          l.level === 'warn' &&
+          l.line.startsWith(`Volume not deleted with the VM: claim name "${hostile}" is no PVC name`),
+      ),
+      a.log.text(),
+    );
+    await b.driver.remove();
+  });
+});
+
 describe('removal on a Harvester whose VM controller does not clean up', () => {
   it('deletes the recorded volumes itself once the VM is gone, and only those', async () => {
     const { sandbox } = fixture;

@@ -33,6 +33,34 @@ const START = '<!-- readme-test: start';
 const END = '<!-- readme-test: end -->';
 const BACKGROUND = '<!-- readme-test: background -->';
 
+/** One sh block from the line after its fence: its commands, and the index of its closing fence. */
+function readBlock(lines: string[], from: number, to: number, background: boolean): [ReadmeBlock, number] {
+  const block: ReadmeBlock = { background, commands: [] };
+  let pending = '';
+  let pendingLine = 0;
+  let i = from;
+  for (; i < to && (lines[i] ?? '').trim() !== '```'; i++) {
+    const l = lines[i] ?? '';
+    const expect = /^# expect: (.+)$/.exec(l)?.[1];
+    const expectNot = /^# expect no: (.+)$/.exec(l)?.[1];
+    const last = block.commands.at(-1);
+    if (expect || expectNot) {
+      if (!last) throw new Error(`README.md line ${i + 1}: an expectation before any command`);
+      if (expect) last.expect.push(expect);
+      if (expectNot) last.expectNot.push(expectNot);
+    } else if (l.startsWith('#') || !l.trim()) continue;
+    else if (pending || l.endsWith('\\')) {
+      if (!pending) pendingLine = i + 1;
+      pending += `${l}\n`;
+      if (!l.endsWith('\\')) {
+        block.commands.push({ text: pending.trimEnd(), expect: [], expectNot: [], line: pendingLine });
+        pending = '';
+      }
+    } else block.commands.push({ text: l, expect: [], expectNot: [], line: i + 1 });
+  }
+  return [block, i];
+}
+
 /** The sh blocks between the start and end markers, as commands with their expectations. */
 export function readmeBlocks(markdown: string): ReadmeBlock[] {
   const lines = markdown.split('\n');
@@ -47,29 +75,9 @@ export function readmeBlocks(markdown: string): ReadmeBlock[] {
       if (line.trim()) previous = line.trim();
       continue;
     }
-    const block: ReadmeBlock = { background: previous === BACKGROUND, commands: [] };
-    let pending = '';
-    let pendingLine = 0;
-    for (i++; i < to && (lines[i] ?? '').trim() !== '```'; i++) {
-      const l = lines[i] ?? '';
-      const expect = /^# expect: (.+)$/.exec(l);
-      const expectNot = /^# expect no: (.+)$/.exec(l);
-      const last = block.commands.at(-1);
-      if (expect?.[1] || expectNot?.[1]) {
-        if (!last) throw new Error(`README.md line ${i + 1}: an expectation before any command`);
-        if (expect?.[1]) last.expect.push(expect[1]);
-        if (expectNot?.[1]) last.expectNot.push(expectNot[1]);
-      } else if (l.startsWith('#') || !l.trim()) continue;
-      else if (pending || l.endsWith('\\')) {
-        if (!pending) pendingLine = i + 1;
-        pending += `${l}\n`;
-        if (!l.endsWith('\\')) {
-          block.commands.push({ text: pending.trimEnd(), expect: [], expectNot: [], line: pendingLine });
-          pending = '';
-        }
-      } else block.commands.push({ text: l, expect: [], expectNot: [], line: i + 1 });
-    }
+    const [block, end] = readBlock(lines, i + 1, to, previous === BACKGROUND);
     blocks.push(block);
+    i = end;
     previous = '';
   }
   return blocks;
@@ -83,7 +91,8 @@ function pathWithKubectl(): string {
   const base = process.env['PATH'] ?? '/usr/bin:/bin';
   if (spawnSync('bash', ['-c', 'command -v kubectl'], { env: { PATH: base } }).status === 0) return base;
   const built = spawnSync('bash', ['scripts/setup-kubectl.sh'], { cwd: repoRoot(), encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`no kubectl on PATH and scripts/setup-kubectl.sh failed: ${built.stderr}`);
+  if (built.status !== 0)
+    throw new Error(`no kubectl on PATH and scripts/setup-kubectl.sh failed: ${built.stderr}`);
   return `${path.dirname(built.stdout.trim().split('\n').pop() ?? '')}${path.delimiter}${base}`;
 }
 
@@ -100,7 +109,11 @@ function runSession(commands: ReadmeCommand[], env: NodeJS.ProcessEnv, timeoutMs
     .map((c, i) => `echo "@@${nonce} begin ${i}"\n${c.text} 2>&1 </dev/null\necho "@@${nonce} end ${i} $?"`)
     .join('\n');
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['--noprofile', '--norc', '-c', script], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['--noprofile', '--norc', '-c', script], {
+      cwd: repoRoot(),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       out += d;
@@ -117,7 +130,11 @@ function runSession(commands: ReadmeCommand[], env: NodeJS.ProcessEnv, timeoutMs
         const begin = out.indexOf(`@@${nonce} begin ${i}\n`);
         const end = new RegExp(`@@${nonce} end ${i} (\\d+)\\n`).exec(out);
         if (begin < 0 || !end) break;
-        ran.push({ command, code: Number(end[1]), output: out.slice(begin, end.index).split('\n').slice(1).join('\n') });
+        ran.push({
+          command,
+          code: Number(end[1]),
+          output: out.slice(begin, end.index).split('\n').slice(1).join('\n'),
+        });
       }
       resolve(ran);
     });
@@ -139,14 +156,33 @@ describe('README: the sandbox by hand', { timeout: 20 * 60_000 }, () => {
   it('finds its commands and expectations between the markers', () => {
     const blocks = readmeBlocks(fs.readFileSync(README, 'utf8'));
     assert.equal(blocks.filter((b) => b.background).length, 1, 'one command runs in the first terminal');
-    assert.deepEqual(blocks.find((b) => b.background)?.commands.map((c) => c.text), ['npm run sandbox up']);
+    assert.deepEqual(
+      blocks.find((b) => b.background)?.commands.map((c) => c.text),
+      ['npm run sandbox up'],
+    );
     const commands = blocks.flatMap((b) => (b.background ? [] : b.commands));
     assert.match(commands[0]?.text ?? '', /^eval "\$\(npm run --silent sandbox env\)"$/);
     assert.equal(commands.at(-1)?.text, 'npm run sandbox down');
     assert.ok(commands.filter((c) => c.expect.length > 0).length >= 20, 'most commands say what they print');
     assert.deepEqual(
-      readmeBlocks(['<!-- readme-test: start -->', '```sh', 'echo a \\', '  b', '# expect: a b', '# expect no: c', '```', END].join('\n')),
-      [{ background: false, commands: [{ text: 'echo a \\\n  b', expect: ['a b'], expectNot: ['c'], line: 3 }] }],
+      readmeBlocks(
+        [
+          '<!-- readme-test: start -->',
+          '```sh',
+          'echo a \\',
+          '  b',
+          '# expect: a b',
+          '# expect no: c',
+          '```',
+          END,
+        ].join('\n'),
+      ),
+      [
+        {
+          background: false,
+          commands: [{ text: 'echo a \\\n  b', expect: ['a b'], expectNot: ['c'], line: 3 }],
+        },
+      ],
     );
   });
 
@@ -156,44 +192,73 @@ describe('README: the sandbox by hand', { timeout: 20 * 60_000 }, () => {
   }
   before(async () => void (await jobBinaries(() => undefined)), { timeout: 15 * 60_000 });
 
-  it('runs them literally against a sandbox, and each prints what the README says', { timeout: 10 * 60_000 }, async () => {
-    const blocks = readmeBlocks(fs.readFileSync(README, 'utf8'));
-    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-readme-sandbox-'));
-    const env: NodeJS.ProcessEnv = { ...process.env, PATH: pathWithKubectl(), HARVESTER_MACHINE_SANDBOX_DIR: stateDir };
-    delete env['KUBECONFIG'];
-    const background = blocks.find((b) => b.background)?.commands[0]?.text ?? '';
-    const up = spawn('bash', ['--noprofile', '--norc', '-c', background], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let upOutput = '';
-    up.stdout?.setEncoding('utf8').on('data', (d: string) => (upOutput += d));
-    up.stderr?.setEncoding('utf8').on('data', (d: string) => (upOutput += d));
-    try {
-      const commands = blocks.flatMap((b) => (b.background ? [] : b.commands));
-      const t0 = Date.now();
-      const ran = await runSession(commands, env, 8 * 60_000);
-      for (const r of ran) {
-        const where = `README.md line ${r.command.line}: ${r.command.text}`;
-        assert.equal(r.code, 0, `${where} exited ${r.code}:\n${r.output}\n--- first terminal ---\n${upOutput.slice(-4000)}`);
-        for (const text of r.command.expect) assert.ok(r.output.includes(text), `${where} should print "${text}":\n${r.output}`);
-        for (const text of r.command.expectNot) assert.ok(!r.output.includes(text), `${where} should not print "${text}":\n${r.output}`);
-      }
-      assert.equal(ran.length, commands.length, `only ${ran.length} of ${commands.length} commands ran:\n${upOutput.slice(-4000)}`);
-      process.stderr.write(`README sandbox session: ${commands.length} commands in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-      assert.ok(await waitExit(up, 60_000), 'the first terminal\'s sandbox up ended after sandbox down');
-      assert.equal(up.exitCode, 0, upOutput.slice(-2000));
-      assert.equal(fs.existsSync(stateDir), false, 'sandbox down removed the state directory');
-    } finally {
-      recordOutput('readme sandbox up', upOutput);
-      if (up.exitCode === null) {
-        spawnSync(process.execPath, ['dist/sandbox/bin/sandbox.js', 'down'], { cwd: repoRoot(), env, timeout: 90_000 });
-        if (up.pid) {
-          try {
-            process.kill(-up.pid, 'SIGKILL');
-          } catch {
-            // already gone
+  it(
+    'runs them literally against a sandbox, and each prints what the README says',
+    { timeout: 10 * 60_000 },
+    async () => {
+      const blocks = readmeBlocks(fs.readFileSync(README, 'utf8'));
+      const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-readme-sandbox-'));
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        PATH: pathWithKubectl(),
+        HARVESTER_MACHINE_SANDBOX_DIR: stateDir,
+      };
+      delete env['KUBECONFIG'];
+      const background = blocks.find((b) => b.background)?.commands[0]?.text ?? '';
+      const up = spawn('bash', ['--noprofile', '--norc', '-c', background], {
+        cwd: repoRoot(),
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let upOutput = '';
+      up.stdout?.setEncoding('utf8').on('data', (d: string) => (upOutput += d));
+      up.stderr?.setEncoding('utf8').on('data', (d: string) => (upOutput += d));
+      try {
+        const commands = blocks.flatMap((b) => (b.background ? [] : b.commands));
+        const t0 = Date.now();
+        const ran = await runSession(commands, env, 8 * 60_000);
+        for (const r of ran) {
+          const where = `README.md line ${r.command.line}: ${r.command.text}`;
+          assert.equal(
+            r.code,
+            0,
+            `${where} exited ${r.code}:\n${r.output}\n--- first terminal ---\n${upOutput.slice(-4000)}`,
+          );
+          for (const text of r.command.expect)
+            assert.ok(r.output.includes(text), `${where} should print "${text}":\n${r.output}`);
+          for (const text of r.command.expectNot)
+            assert.ok(!r.output.includes(text), `${where} should not print "${text}":\n${r.output}`);
+        }
+        assert.equal(
+          ran.length,
+          commands.length,
+          `only ${ran.length} of ${commands.length} commands ran:\n${upOutput.slice(-4000)}`,
+        );
+        process.stderr.write(
+          `README sandbox session: ${commands.length} commands in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
+        );
+        assert.ok(await waitExit(up, 60_000), "the first terminal's sandbox up ended after sandbox down");
+        assert.equal(up.exitCode, 0, upOutput.slice(-2000));
+        assert.equal(fs.existsSync(stateDir), false, 'sandbox down removed the state directory');
+      } finally {
+        recordOutput('readme sandbox up', upOutput);
+        if (up.exitCode === null) {
+          spawnSync(process.execPath, ['dist/sandbox/bin/sandbox.js', 'down'], {
+            cwd: repoRoot(),
+            env,
+            timeout: 90_000,
+          });
+          if (up.pid) {
+            try {
+              process.kill(-up.pid, 'SIGKILL');
+            } catch {
+              // already gone
+            }
           }
         }
+        fs.rmSync(stateDir, { recursive: true, force: true });
       }
-      fs.rmSync(stateDir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

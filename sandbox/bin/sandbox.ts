@@ -1,5 +1,6 @@
-// `sandbox up`: starts the whole sandbox and Rancher's side of it (our cleanup controller,
-// the Cluster API + Rancher deletion stand-in with rancher-machine rm jobs), writes its four
+// `sandbox up`: starts the whole sandbox with the real Cluster API manager on Rancher's local
+// cluster, and Rancher's side of it (our cleanup controller, Rancher's stand-in with
+// rancher-machine create and rm jobs), writes its four
 // kubeconfigs (mode 0600) and state.json into the state directory, prints one
 // `export …=<file>` line per kubeconfig on stdout (progress goes to stderr), and stays up
 // until Ctrl-C, SIGTERM or `sandbox down`.
@@ -112,9 +113,12 @@ async function up(dir: string, opts: { rmRetryDelayMs: number }): Promise<number
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(signal));
 
   const t0 = Date.now();
-  log.info("sandbox: starting (two control planes, stand-in controllers, front proxy, Rancher's side)");
+  log.info(
+    "sandbox: starting (two control planes, the Cluster API manager, stand-in controllers, front proxy, Rancher's side)",
+  );
   try {
-    sandbox = await startSandbox({ logger: log });
+    // Rancher's local cluster runs the real Cluster API manager, as in the walkthrough.
+    sandbox = await startSandbox({ logger: log, clusterApi: { namespace: FLEET_NAMESPACE } });
     // What a Harvester operator has (the UI's "Download KubeConfig"): admin, through the same
     // endpoint as every other Harvester client (the proxy serves KubeVirt's subresources).
     const operator = await createTokenUser(sandbox.harvester.admin, {
@@ -164,7 +168,7 @@ async function up(dir: string, opts: { rmRetryDelayMs: number }): Promise<number
   process.stdout.write(exportLines(dir).join('\n') + '\n');
   log.info(
     `sandbox: up in ${((Date.now() - t0) / 1000).toFixed(1)} s: Harvester and Rancher's /k8s/clusters/${sandbox.clusterId} at ${sandbox.proxy.url}; ` +
-      `cleanup controller and Rancher's rm jobs in ${FLEET_NAMESPACE}; stop with Ctrl-C or: npm run sandbox down`,
+      `Cluster API, the cleanup controller and Rancher's create and rm jobs in ${FLEET_NAMESPACE}; stop with Ctrl-C or: npm run sandbox down`,
   );
   await new Promise<never>(() => undefined); // until a signal
   return 0;
@@ -263,14 +267,21 @@ async function main(argv: string[]): Promise<number> {
   cmd
     .command('create-cluster <name>')
     .description(
-      'Rancher provisions a guest cluster: its objects, then a create job per machine (rancher-machine with our plugin)',
+      'Rancher provisions a guest cluster: Cluster API makes its Machines, a create job per machine runs rancher-machine with our plugin',
     )
     .option('--machines <n>', 'machines in the pool', (v) => Number.parseInt(v, 10), 1)
     .option('--pool <name>', 'machine pool name', 'pool1')
-    .action((name: string, o: { machines: number; pool: string }) => {
+    .addOption(
+      new Option('--timeout <duration>', 'how long to wait for every machine to be Running')
+        .default(600_000, '10m')
+        .argParser(durationOption('--timeout')),
+    )
+    .action((name: string, o: { machines: number; pool: string; timeout: number }) => {
       if (!Number.isInteger(o.machines) || o.machines < 1 || o.machines > 10)
         throw new CommandError('--machines: a number from 1 to 10');
-      return session((s) => createCluster(s, say, { name, machines: o.machines, pool: o.pool }));
+      return session((s) =>
+        createCluster(s, say, { name, machines: o.machines, pool: o.pool, timeoutMs: o.timeout }),
+      );
     });
   cmd
     .command('workload-volume <cluster>')

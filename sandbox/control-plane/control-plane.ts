@@ -23,18 +23,20 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Fixed apiserver port (default: a free one). */
   apiserverPort?: number;
+  /** The apiserver's loopback address: 127.0.0.1 (default) or ::1 (its URL is then https://[::1]:port). */
+  bindAddress?: '127.0.0.1' | '::1';
   /**
    * Runs once the apiserver is ready and before kube-controller-manager starts. Install
    * CRDs here: the garbage collector learns new kinds only on its 30 s discovery pass, so
    * a Foreground deletion of a kind installed later stalls until then.
    */
-  beforeControllerManager?: (admin: KubeClient) => Promise<void>;
+  beforeControllerManager?: (admin: KubeClient, pki: Pki) => Promise<void>;
 }
 
 export interface ControlPlane {
   readonly name: string;
   readonly dir: string;
-  /** https://127.0.0.1:<port> */
+  /** https://127.0.0.1:<port> (or https://[::1]:<port>) */
   readonly server: string;
   readonly caPem: string;
   readonly pki: Pki;
@@ -87,7 +89,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     processes.push(etcd.process);
 
     const apiPort = options.apiserverPort ?? (await freePort());
-    const server = `https://127.0.0.1:${apiPort}`;
+    const bindAddress = options.bindAddress ?? '127.0.0.1';
+    const server = bindAddress === '::1' ? `https://[::1]:${apiPort}` : `https://127.0.0.1:${apiPort}`;
     const adminKubeconfig = buildKubeconfig({
       name,
       server,
@@ -100,7 +103,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     });
     const apiserverArgs = [
       '--advertise-address=127.0.0.1',
-      '--bind-address=127.0.0.1',
+      `--bind-address=${bindAddress}`,
       `--secure-port=${apiPort}`,
       `--etcd-servers=${etcd.url}`,
       `--etcd-prefix=/${name}`,
@@ -139,7 +142,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       await p.stop();
     };
     await startApiserver();
-    await options.beforeControllerManager?.(admin);
+    await options.beforeControllerManager?.(admin, pki);
 
     if (options.controllerManager !== false) {
       const kcmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');

@@ -71,7 +71,7 @@ export async function issueCert(
   await openssl(['req', '-new', '-key', key, '-subj', subj, '-out', csr], dir);
   const extensions =
     usage === 'server'
-      ? 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n'
+      ? 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n'
       : 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n';
   await fs.writeFile(path.join(dir, ext), extensions);
   await openssl(

@@ -15,9 +15,24 @@ interface Crd extends KubeObject {
 
 export type CrdSet = 'harvester' | 'rancher' | 'all';
 
-const RANCHER_GROUPS = ['cluster.x-k8s.io', 'provisioning.cattle.io', 'rke-machine.cattle.io', 'rke-machine-config.cattle.io', 'management.cattle.io', 'monitoring.coreos.com'];
+const RANCHER_GROUPS = [
+  'cluster.x-k8s.io',
+  'provisioning.cattle.io',
+  'rke.cattle.io',
+  'rke-machine.cattle.io',
+  'rke-machine-config.cattle.io',
+  'management.cattle.io',
+  'monitoring.coreos.com',
+];
+/** Our own reduced Cluster API CRDs (cluster.x-k8s.io.yaml): left out where the real ones are installed. */
+export const OWN_CAPI_GROUP = 'cluster.x-k8s.io';
 
-export async function loadCrds(set: CrdSet = 'all'): Promise<Crd[]> {
+export interface CrdSelection {
+  /** Leave these API groups out (the real Cluster API brings its own). */
+  without?: string[];
+}
+
+export async function loadCrds(set: CrdSet = 'all', selection: CrdSelection = {}): Promise<Crd[]> {
   const dir = path.join(repoRoot(), 'sandbox', 'crds');
   const files = (await fs.readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();
   const crds: Crd[] = [];
@@ -27,14 +42,20 @@ export async function loadCrds(set: CrdSet = 'all'): Promise<Crd[]> {
       if (obj?.kind !== 'CustomResourceDefinition') continue;
       const group = (obj as unknown as { spec: { group: string } }).spec.group;
       const isRancher = RANCHER_GROUPS.includes(group);
+      if (selection.without?.includes(group)) continue;
       if (set === 'all' || (set === 'rancher') === isRancher) crds.push(obj);
     }
   }
   return crds;
 }
 
-export async function installCrds(admin: KubeClient, set: CrdSet = 'all', timeoutMs = 30_000): Promise<string[]> {
-  const crds = await loadCrds(set);
+export async function installCrds(
+  admin: KubeClient,
+  set: CrdSet = 'all',
+  timeoutMs = 30_000,
+  selection: CrdSelection = {},
+): Promise<string[]> {
+  const crds = await loadCrds(set, selection);
   for (const crd of crds) {
     try {
       await admin.create(Resources.crd, crd);

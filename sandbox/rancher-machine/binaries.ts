@@ -1,5 +1,5 @@
 // The two binaries Rancher's jobs need here: the real rancher-machine (built once from the
-// Go module proxy) and our plugin executable (built once per source version). Both are
+// Go module proxy) and our single executable (built once per source version). Both are
 // cached under ~/.cache/harvester-machine; a build that takes a while is announced, since
 // a cold rancher-machine build takes minutes and would otherwise look like a hang.
 import { pluginExecutable } from './plugin-executable.js';
@@ -40,7 +40,7 @@ export async function jobBinaries(note: (line: string) => void): Promise<JobBina
     ),
     announced(
       pluginExecutable,
-      'building the plugin executable for these sources (esbuild bundle in a Node LTS single executable; cached per source version)…',
+      'building the executable for these sources (static launcher, Node LTS, esbuild bundle; cached per source version; the first build also compresses Node, 2–5 min)…',
       note,
     ),
   ]);

@@ -1,40 +1,48 @@
-// The plugin as Rancher ships it: the single executable that `npm run build` makes
-// (scripts/build-executable.sh: src/plugin/main.ts bundled into a Node LTS SEA). It is built
-// once per source version into the shared cache, keyed by a hash of everything
-// the bundle is made from, so a changed driver is never run through a stale binary (the
-// walkthrough and the interop tests share it).
+// The single executable as Rancher ships it, what `npm run build` makes
+// (scripts/build-executable.sh: a static launcher carrying Node, the libraries it links and
+// the bundle of src/bin/harvester-machine.ts). It is built once per source version into the
+// shared cache, keyed by a hash of everything it is made from, so a changed driver is never
+// run through a stale binary (the walkthrough and the interop tests share it). The cache
+// holds it under both names: docker-machine-driver-harvester (the plugin, whatever the
+// arguments) and harvester-machine (the CLI, or `controller`).
 // HARVESTER_PLUGIN_EXECUTABLE=<file> uses a given binary instead (a release artifact).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { cacheRoot, repoRoot } from '../repo.js';
 
 const run = promisify(execFile);
 export const PLUGIN_NAME = 'docker-machine-driver-harvester';
+export const EXECUTABLE_NAME = 'harvester-machine';
 /** A build that holds the lock longer than this died: take the lock over. */
 const STALE_LOCK_MS = 10 * 60_000;
 /**
- * Older builds beyond the newest few are pruned (130 MB each, and the sources change all
+ * Older builds beyond the newest few are pruned (35 MB each, and the sources change all
  * day). Safe for runs in other checkouts: each test hard-links (or copies) the binary into
  * its own temp dir before using it.
  */
 const KEEP_BUILDS = 3;
 const PRUNE_MIN_AGE_MS = 10 * 60_000;
 
-function listSources(root: string, dir: string, out: string[]): void {
+function listSources(root: string, dir: string, out: string[], wanted: (name: string) => boolean): void {
   for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
     const rel = path.join(dir, entry.name);
-    if (entry.isDirectory()) listSources(root, rel, out);
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('_test.ts')) out.push(rel);
+    if (entry.isDirectory()) listSources(root, rel, out, wanted);
+    else if (wanted(entry.name)) out.push(rel);
   }
 }
 
-/** Hash of what the bundle is built from: src/**, the lockfile, tsconfig and the build script. */
+/**
+ * Hash of what the executable is built from: src/**, the launcher's Go sources, the
+ * lockfile, tsconfig and the build script.
+ */
 export function pluginSourceHash(root = repoRoot()): string {
   const files: string[] = [];
-  listSources(root, 'src', files);
+  listSources(root, 'src', files, (name) => name.endsWith('.ts') && !name.endsWith('_test.ts'));
+  listSources(root, 'launcher', files, (name) => /\.go$|^go\.(mod|sum)$/.test(name));
   files.sort();
   files.push('package-lock.json', 'tsconfig.json', 'scripts/build-executable.sh');
   const hash = createHash('sha256');
@@ -88,19 +96,56 @@ function pruneOldBuilds(dir: string, keep: string): void {
   }
 }
 
+/**
+ * Where the executable unpacks its runtime in tests and the sandbox: one directory shared by
+ * every run (as on a user's machine), instead of each job's fresh home (as in Rancher's pods,
+ * where every job starts cold; test/interop/empty-root_test.ts runs it that way).
+ */
+export function unpackCacheEnv(): { XDG_CACHE_HOME: string } {
+  const dir = path.join(cacheRoot(), 'executable-cache');
+  // The launcher creates its directories below $XDG_CACHE_HOME, not $XDG_CACHE_HOME itself.
+  fs.mkdirSync(dir, { recursive: true });
+  return { XDG_CACHE_HOME: dir };
+}
+
 let cached: Promise<string> | undefined;
 
-/** The plugin executable for the current sources: built on first use, then from the cache. */
+/**
+ * The executable for the current sources, named docker-machine-driver-harvester (so it is
+ * the plugin): built on first use, then from the cache.
+ */
 export function pluginExecutable(): Promise<string> {
   cached ??= locatePluginExecutable();
   return cached;
+}
+
+/**
+ * The same executable named harvester-machine (the CLI; `controller` for the controller).
+ * With HARVESTER_PLUGIN_EXECUTABLE, a hard link (or copy) of it in a temp dir.
+ */
+export async function harvesterMachineExecutable(): Promise<string> {
+  const plugin = await pluginExecutable();
+  const beside = path.join(path.dirname(plugin), EXECUTABLE_NAME);
+  return fs.existsSync(beside) ? beside : linkOrCopy(plugin, path.join(givenDir(plugin), EXECUTABLE_NAME));
+}
+
+/** A directory for the names of a given executable, one per file version (reused by later runs). */
+function givenDir(file: string): string {
+  const st = fs.statSync(file);
+  const key = createHash('sha256')
+    .update(`${fs.realpathSync(file)}\0${st.size}\0${st.mtimeMs}`)
+    .digest('hex');
+  const dir = path.join(os.tmpdir(), `hm-given-executable-${key.slice(0, 16)}`);
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
 }
 
 async function locatePluginExecutable(): Promise<string> {
   const given = process.env.HARVESTER_PLUGIN_EXECUTABLE;
   if (given) {
     fs.accessSync(given, fs.constants.X_OK);
-    return path.resolve(given);
+    if (path.basename(given) === PLUGIN_NAME) return path.resolve(given);
+    return linkOrCopy(path.resolve(given), path.join(givenDir(given), PLUGIN_NAME));
   }
   const root = repoRoot();
   const hash = pluginSourceHash(root);
@@ -113,9 +158,9 @@ async function locatePluginExecutable(): Promise<string> {
     () => fs.existsSync(binary),
     async () => {
       fs.mkdirSync(dir, { recursive: true });
-      const partial = `${binary}.partial`;
+      const partial = path.join(dir, `${EXECUTABLE_NAME}.partial`);
       try {
-        await run('bash', ['scripts/build-executable.sh', 'src/plugin/main.ts', partial], {
+        await run('bash', ['scripts/build-executable.sh', partial], {
           cwd: root,
           maxBuffer: 16 * 1024 * 1024,
         });
@@ -126,7 +171,9 @@ async function locatePluginExecutable(): Promise<string> {
           cause: err,
         });
       }
-      fs.renameSync(partial, binary);
+      fs.renameSync(partial, path.join(dir, EXECUTABLE_NAME));
+      // Last: its presence says the build is complete.
+      fs.linkSync(path.join(dir, EXECUTABLE_NAME), binary);
       pruneOldBuilds(base, hash);
     },
   );
@@ -143,13 +190,16 @@ async function locatePluginExecutable(): Promise<string> {
  */
 export function installPlugin(executable: string, binDir: string): string {
   fs.mkdirSync(binDir, { recursive: true });
-  const target = path.join(binDir, PLUGIN_NAME);
-  fs.rmSync(target, { force: true });
+  return linkOrCopy(executable, path.join(binDir, PLUGIN_NAME));
+}
+
+function linkOrCopy(from: string, to: string): string {
+  fs.rmSync(to, { force: true });
   try {
-    fs.linkSync(executable, target);
+    fs.linkSync(from, to);
   } catch {
-    fs.copyFileSync(executable, target);
-    fs.chmodSync(target, 0o755);
+    fs.copyFileSync(from, to);
+    fs.chmodSync(to, 0o755);
   }
-  return target;
+  return to;
 }

@@ -30,7 +30,11 @@ export function pluginProcesses(pluginPath: string): PluginProcess[] {
     }
     if (argv[0] !== pluginPath) continue;
     // argv: [plugin, rancher-machine, global flags…, command, …]: the first word without a dash.
-    const command = argv.slice(2).find((a) => a !== '' && !a.startsWith('-')) ?? '';
+    // The single executable's Node shows its loader's options and the bootstrap's four words
+    // first (launcher/exec.go): rancher-machine's argv starts after them.
+    const boot = argv.findIndex((a) => a.endsWith('/harvester-machine.cjs'));
+    const own = boot > 0 ? [argv[0], ...argv.slice(boot + 5)] : argv;
+    const command = own.slice(2).find((a) => a !== '' && !a.startsWith('-')) ?? '';
     found.push({ pid: Number(pid), command });
   }
   return found;

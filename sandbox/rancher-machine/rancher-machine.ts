@@ -3,15 +3,16 @@
 // and a runner that starts it the way Rancher's machine-provision job does: a clean
 // environment (nothing of ours leaks in), our plugin first on PATH, HOME as the store's
 // home (~/.docker/machine, as in the job's pod), TMPDIR a directory the caller removes
-// (create writes the modified user-data there). Never `-D`: in debug mode rancher-machine
-// echoes its argv, which holds the kubeconfig.
+// (create writes the modified user-data there), XDG_CACHE_HOME one directory for every
+// job where the executable keeps its unpacked runtime (unpackCacheEnv). Never `-D`: in
+// debug mode rancher-machine echoes its argv, which holds the kubeconfig.
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { redact } from '../../src/log/redact.js';
 import { pluginSurvivors, type PluginProcess } from './plugin-processes.js';
-import { PLUGIN_NAME } from './plugin-executable.js';
+import { PLUGIN_NAME, unpackCacheEnv } from './plugin-executable.js';
 import { repoRoot } from '../repo.js';
 
 const run = promisify(execFile);
@@ -123,6 +124,7 @@ export class MachineCli {
       HOME: this.options.home,
       TMPDIR: this.options.tmpDir,
       LANG: 'C.UTF-8',
+      ...unpackCacheEnv(),
       ...this.options.env,
     };
     for (const [k, v] of Object.entries(extra)) {

@@ -5,7 +5,7 @@
 // its output, which is what Rancher shows as "DeleteError: …" (the job's termination log).
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { redact } from '../../src/log/redact.js';
-import type { RemovalJob, RemovalJobContext } from '../rancher/capi-standin.js';
+import type { RemovalJob, RemovalJobContext } from '../rancher/rancher-jobs.js';
 import type { JobResult, ProvisionJobs } from './provision-jobs.js';
 import { runProblem } from './rancher-machine.js';
 

@@ -1,40 +1,33 @@
-// A Rancher-provisioned guest cluster as it stands once created, for tests and benchmarks:
-// the provisioning Cluster with its pools, the CAPI Cluster, and per machine the CAPI
-// Machine, the HarvesterMachine (labels, owner, the pool's credential in spec.common, as
-// Rancher's template sets it) and the `<m>-machine-state` Secret with the saved driver
-// config (or empty, as Rancher creates it before the create job, for machines that
-// rancher-machine then creates); and, on Harvester, each machine's VM as the driver builds it. Finalizers are set
-// at creation, as the controllers that own them would have, so deletion is gated at once.
+// A Rancher-provisioned guest cluster, created as Rancher creates it, for tests, benchmarks and
+// the walkthrough: the provisioning Cluster with its pools, the CAPI Cluster, the
+// `<cluster>-kubeconfig` Secret through which Cluster API reaches the guest's apiserver, and per
+// pool a HarvesterMachineTemplate, an RKEBootstrapTemplate and a MachineDeployment
+// (SafeConcatName(cluster, pool)). The real Cluster API (sandbox/capi) then makes the
+// MachineSets, Machines, HarvesterMachines and RKEBootstraps; Rancher's stand-in
+// (rancher-standin.ts) runs each machine's create job and registers its node; this resolves once
+// every Machine is Running. A pool may instead name its machines: stand-alone Machines, as a user
+// would create them (Cluster API adopts them into the Cluster). On Harvester, createMachineVm
+// makes a machine's VM as the driver builds it.
 import crypto from 'node:crypto';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
-import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP, isValidLabelValue } from '../../src/harvester/labels.js';
+import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/labels.js';
+import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
-import {
-  CAPI_LABEL_CLUSTER_NAME,
-  HARVESTER_MACHINE_GROUP,
-  HARVESTER_MACHINE_KIND,
-  LABEL_CAPI_DEPLOYMENT,
-  LABEL_RKE_CAPI_MACHINE,
-  LABEL_RKE_MACHINE_POOL,
-} from '../../src/rancher/labels.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
-import {
-  FINALIZER_CAPI_CLUSTER,
-  FINALIZER_CAPI_MACHINE,
-  FINALIZER_HARVESTER_MACHINE,
-  FINALIZER_PROVISIONING_CLUSTER,
-} from './capi-standin.js';
-import { machineStateSecret } from './machine-state.js';
-import { randomRancherString } from './tokens.js';
+import { SandboxResources } from '../capi/resources.js';
+
+export const FINALIZER_PROVISIONING_CLUSTER = 'wrangler.cattle.io/provisioning-cluster-remove';
+/** Cluster API's choice of which Machine a scale-down removes first. */
+export const ANNOTATION_DELETE_MACHINE = 'cluster.x-k8s.io/delete-machine';
 
 export interface GuestPool {
   name: string;
   quantity: number;
   /** "cattle-global-data:cc-x": a pool-level credential. */
   credential?: string;
-  /** Fixed machine names (default `<cluster>-<pool>-<hash>-<random>`). */
+  /** Stand-alone Machines with these names instead of a MachineDeployment (names over 63 characters). */
   machineNames?: string[];
 }
 
@@ -45,12 +38,10 @@ export interface GuestClusterSpec {
   pools: GuestPool[];
   vmNamespace: string;
   optOut?: boolean;
-  /**
-   * The `<m>-machine-state` Secrets: "saved" (default) holds a driver config as if the
-   * machine had been created; "empty" is how Rancher creates it before the first job, for
-   * machines that a real `rancher-machine create` then makes (it fills the Secret).
-   */
-  machineState?: 'saved' | 'empty';
+  /** The guest's apiserver as Cluster API reaches it (`<cluster>-kubeconfig`): where its nodes register. */
+  downstreamKubeconfig: string;
+  /** How long to wait for every Machine to be Running (default 120 s). */
+  timeoutMs?: number;
 }
 
 export interface GuestMachine {
@@ -61,30 +52,19 @@ export interface GuestMachine {
 }
 
 const rand = (n: number): string => crypto.randomBytes(n).toString('hex').slice(0, n);
+const API = 'cluster.x-k8s.io/v1beta1';
 
-/**
- * A pool's machine names as Rancher's look: `<cluster>-<pool>-<hash>-<5 characters>`, the
- * suffix from Kubernetes' generateName alphabet. The apiserver redraws a generateName suffix
- * that is taken; drawn here, a taken one is redrawn here. (5 hex characters, as drawn before,
- * repeated within a 200-machine pool about once in 50: AlreadyExists in the benchmark.)
- */
-export function poolMachineNames(cluster: string, pool: GuestPool): string[] {
-  const prefix = `${cluster}-${pool.name}-${rand(8)}-`;
-  const names = new Set<string>();
-  for (let i = 0; names.size < pool.quantity; i++) {
-    names.add(pool.machineNames?.[i] ?? prefix + randomRancherString(5));
-  }
-  return [...names];
+interface MachineObject extends KubeObject {
+  status?: { phase?: string };
 }
 
 export async function createGuestCluster(
   rancher: KubeClient,
   spec: GuestClusterSpec,
-  savedKubeconfig = '',
 ): Promise<GuestMachine[]> {
   const { namespace, name } = spec;
   const annotations = spec.optOut ? { [ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]: 'true' } : {};
-  await rancher.create<KubeObject>(Resources.provisioningCluster, {
+  const pc = await rancher.create<KubeObject>(Resources.provisioningCluster, {
     apiVersion: 'provisioning.cattle.io/v1',
     kind: 'Cluster',
     metadata: { name, namespace, finalizers: [FINALIZER_PROVISIONING_CLUSTER], annotations },
@@ -101,101 +81,254 @@ export async function createGuestCluster(
       },
     },
   } as KubeObject);
-  await rancher.create<KubeObject>(Resources.capiCluster, {
-    apiVersion: 'cluster.x-k8s.io/v1beta1',
-    kind: 'Cluster',
+  const ownedByCluster = [
+    { apiVersion: 'provisioning.cattle.io/v1', kind: 'Cluster', name, uid: pc.metadata.uid ?? '' },
+  ];
+  // Rancher's kubeconfig manager writes it for Cluster API (label and type as clusterctl's).
+  await rancher.create<KubeObject>(Resources.secret, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'cluster.x-k8s.io/secret',
     metadata: {
-      name,
+      name: `${name}-kubeconfig`,
       namespace,
-      finalizers: [FINALIZER_CAPI_CLUSTER],
-      labels: { 'rke.cattle.io/cluster-name': name },
+      labels: { [CAPI_LABEL_CLUSTER_NAME]: name },
+      ownerReferences: ownedByCluster,
     },
+    data: { value: Buffer.from(spec.downstreamKubeconfig).toString('base64') },
+  } as KubeObject);
+  // Rancher's infrastructure cluster and control plane objects (Cluster API v1.13's webhook
+  // requires a Cluster to name one of them); the stand-in makes them ready.
+  await rancher.create<KubeObject>(SandboxResources.rkeCluster, {
+    apiVersion: 'rke.cattle.io/v1',
+    kind: 'RKECluster',
+    metadata: { name, namespace, ownerReferences: ownedByCluster },
     spec: {},
   } as KubeObject);
-  const machines: GuestMachine[] = [];
+  await rancher.create<KubeObject>(SandboxResources.rkeControlPlane, {
+    apiVersion: 'rke.cattle.io/v1',
+    kind: 'RKEControlPlane',
+    metadata: { name, namespace, ownerReferences: ownedByCluster },
+    spec: { clusterName: name, kubernetesVersion: 'v1.33.5+rke2r1' },
+  } as KubeObject);
+  await rancher.create<KubeObject>(Resources.capiCluster, {
+    apiVersion: API,
+    kind: 'Cluster',
+    metadata: { name, namespace, labels: { 'rke.cattle.io/cluster-name': name } },
+    spec: {
+      infrastructureRef: { apiVersion: 'rke.cattle.io/v1', kind: 'RKECluster', name, namespace },
+      controlPlaneRef: { apiVersion: 'rke.cattle.io/v1', kind: 'RKEControlPlane', name, namespace },
+    },
+  } as KubeObject);
+  await rancher.create<KubeObject>(SandboxResources.rkeBootstrapTemplate, {
+    apiVersion: 'rke.cattle.io/v1',
+    kind: 'RKEBootstrapTemplate',
+    metadata: { name: `${name}-bootstrap-template`, namespace, ownerReferences: ownedByCluster },
+    spec: { clusterName: name, template: { spec: { clusterName: name } } },
+  } as KubeObject);
+
+  const expected = new Map<string, number>();
   for (const pool of spec.pools) {
-    for (const machineName of poolMachineNames(name, pool)) {
-      await createMachine(rancher, spec, pool, machineName, savedKubeconfig);
-      machines.push({ name: machineName, pool: pool.name, instanceName: rancherInstanceName(machineName) });
+    const labels = poolLabels(name, pool.name);
+    const machineSpec = {
+      vmNamespace: spec.vmNamespace,
+      common: { cloudCredentialSecretName: pool.credential ?? spec.clusterCredential ?? null },
+    };
+    if (pool.machineNames) {
+      for (const machineName of pool.machineNames)
+        await createStandaloneMachine(rancher, spec, pool.name, machineName, machineSpec);
+      expected.set(pool.name, pool.machineNames.length);
+      continue;
     }
+    const template = `${machineDeploymentName(name, pool.name)}-${rand(8)}`;
+    await rancher.create<KubeObject>(SandboxResources.harvesterMachineTemplate, {
+      apiVersion: 'rke-machine.cattle.io/v1',
+      kind: 'HarvesterMachineTemplate',
+      metadata: { name: template, namespace, ownerReferences: ownedByCluster },
+      spec: { clusterName: name, template: { spec: machineSpec } },
+    } as KubeObject);
+    await rancher.create<KubeObject>(SandboxResources.machineDeployment, {
+      apiVersion: API,
+      kind: 'MachineDeployment',
+      metadata: { name: machineDeploymentName(name, pool.name), namespace, labels },
+      spec: {
+        clusterName: name,
+        replicas: pool.quantity,
+        selector: {
+          matchLabels: { [CAPI_LABEL_CLUSTER_NAME]: name, 'rke.cattle.io/rke-machine-pool-name': pool.name },
+        },
+        template: {
+          metadata: { labels },
+          spec: {
+            clusterName: name,
+            bootstrap: {
+              configRef: {
+                apiVersion: 'rke.cattle.io/v1',
+                kind: 'RKEBootstrapTemplate',
+                name: `${name}-bootstrap-template`,
+                namespace,
+              },
+            },
+            infrastructureRef: {
+              apiVersion: 'rke-machine.cattle.io/v1',
+              kind: 'HarvesterMachineTemplate',
+              name: template,
+              namespace,
+            },
+          },
+        },
+      },
+    } as KubeObject);
+    expected.set(pool.name, pool.quantity);
   }
-  return machines;
+  return waitRunning(rancher, spec, expected);
 }
 
-async function createMachine(
+/** Rancher's labels on a pool's MachineDeployment and its machines (Cluster API copies them down). */
+function poolLabels(cluster: string, pool: string): Record<string, string> {
+  return {
+    [CAPI_LABEL_CLUSTER_NAME]: cluster,
+    'rke.cattle.io/cluster-name': cluster,
+    'rke.cattle.io/rke-machine-pool-name': pool,
+    'rke.cattle.io/worker-role': 'true',
+  };
+}
+
+async function createStandaloneMachine(
   rancher: KubeClient,
   spec: GuestClusterSpec,
-  pool: GuestPool,
+  pool: string,
   machineName: string,
-  savedKubeconfig: string,
+  machineSpec: Record<string, unknown>,
 ): Promise<void> {
   const { namespace, name } = spec;
-  const labels = {
-    [CAPI_LABEL_CLUSTER_NAME]: name,
-    'rke.cattle.io/cluster-name': name,
-    [LABEL_CAPI_DEPLOYMENT]: machineDeploymentName(name, pool.name),
-    [LABEL_RKE_MACHINE_POOL]: pool.name,
-    'node-role.kubernetes.io/worker': 'true',
-  };
+  const labels = poolLabels(name, pool);
   const machine = await rancher.create<KubeObject>(Resources.capiMachine, {
-    apiVersion: 'cluster.x-k8s.io/v1beta1',
+    apiVersion: API,
     kind: 'Machine',
-    metadata: { name: machineName, namespace, labels, finalizers: [FINALIZER_CAPI_MACHINE] },
+    metadata: { name: machineName, namespace, labels },
     spec: {
       clusterName: name,
-      bootstrap: { dataSecretName: `${machineName}-bootstrap` },
+      bootstrap: {
+        configRef: { apiVersion: 'rke.cattle.io/v1', kind: 'RKEBootstrap', name: machineName, namespace },
+      },
       infrastructureRef: {
-        apiVersion: `${HARVESTER_MACHINE_GROUP}/v1`,
-        kind: HARVESTER_MACHINE_KIND,
+        apiVersion: 'rke-machine.cattle.io/v1',
+        kind: 'HarvesterMachine',
         name: machineName,
         namespace,
       },
     },
   } as KubeObject);
-  const hm = await rancher.create<KubeObject>(Resources.harvesterMachine, {
-    apiVersion: `${HARVESTER_MACHINE_GROUP}/v1`,
-    kind: HARVESTER_MACHINE_KIND,
-    metadata: {
+  const owner = [
+    {
+      apiVersion: API,
+      kind: 'Machine',
       name: machineName,
-      namespace,
-      // Label values stop at 63 characters: a longer name is found through the owner reference.
-      labels: isValidLabelValue(machineName) ? { ...labels, [LABEL_RKE_CAPI_MACHINE]: machineName } : labels,
-      finalizers: [FINALIZER_HARVESTER_MACHINE],
-      ownerReferences: [
-        {
-          apiVersion: 'cluster.x-k8s.io/v1beta1',
-          kind: 'Machine',
-          name: machineName,
-          uid: machine.metadata.uid ?? '',
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
+      uid: machine.metadata.uid ?? '',
+      controller: true,
+      blockOwnerDeletion: true,
     },
-    spec: {
-      vmNamespace: spec.vmNamespace,
-      common: { cloudCredentialSecretName: pool.credential ?? spec.clusterCredential ?? null },
-    },
+  ];
+  await rancher.create<KubeObject>(SandboxResources.rkeBootstrap, {
+    apiVersion: 'rke.cattle.io/v1',
+    kind: 'RKEBootstrap',
+    metadata: { name: machineName, namespace, labels, ownerReferences: owner },
+    spec: { clusterName: name },
   } as KubeObject);
-  const instanceName = rancherInstanceName(machineName);
-  await rancher.create(
-    Resources.secret,
-    machineStateSecret({
-      namespace,
-      machineName,
-      instanceName,
-      driverConfig:
-        spec.machineState === 'empty'
-          ? undefined
-          : savedDriverConfig({
-              instanceName,
-              clusterName: name,
-              vmNamespace: spec.vmNamespace,
-              kubeconfig: savedKubeconfig,
-            }),
-      owner: hm,
-    }),
+  await rancher.create<KubeObject>(Resources.harvesterMachine, {
+    apiVersion: 'rke-machine.cattle.io/v1',
+    kind: 'HarvesterMachine',
+    metadata: { name: machineName, namespace, labels, ownerReferences: owner },
+    spec: machineSpec,
+  } as KubeObject);
+}
+
+/** Until every pool has its Machines and each is Running (Cluster API's phase): a short poll of one list. */
+async function waitRunning(
+  rancher: KubeClient,
+  spec: GuestClusterSpec,
+  expected: Map<string, number>,
+): Promise<GuestMachine[]> {
+  const timeoutMs = spec.timeoutMs ?? 120_000;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await rancher.list<MachineObject>(Resources.capiMachine, {
+      namespace: spec.namespace,
+      labelSelector: `${CAPI_LABEL_CLUSTER_NAME}=${spec.name}`,
+    });
+    const live = list.items.filter((m) => !m.metadata.deletionTimestamp);
+    const byPool = (pool: string): MachineObject[] =>
+      live.filter((m) => m.metadata.labels?.['rke.cattle.io/rke-machine-pool-name'] === pool);
+    const ready = [...expected].every(
+      ([pool, n]) => byPool(pool).length === n && byPool(pool).every((m) => m.status?.phase === 'Running'),
+    );
+    if (ready)
+      return [...expected.keys()].flatMap((pool) =>
+        byPool(pool)
+          .map((m) => m.metadata.name ?? '')
+          .sort()
+          .map((machineName) => ({
+            name: machineName,
+            pool,
+            instanceName: rancherInstanceName(machineName),
+          })),
+      );
+    if (Date.now() > deadline) throw new Error(await notRunning(rancher, spec, live, timeoutMs));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** What each Machine and its HarvesterMachine show, for the timeout error. */
+async function notRunning(
+  rancher: KubeClient,
+  spec: GuestClusterSpec,
+  live: MachineObject[],
+  timeoutMs: number,
+): Promise<string> {
+  const infra = await rancher.list<
+    KubeObject & {
+      status?: { ready?: boolean; conditions?: Array<{ type: string; status: string; message?: string }> };
+    }
+  >(Resources.harvesterMachine, {
+    namespace: spec.namespace,
+    labelSelector: `${CAPI_LABEL_CLUSTER_NAME}=${spec.name}`,
+  });
+  const describe = (m: MachineObject): string => {
+    const hm = infra.items.find((h) => h.metadata.name === m.metadata.name);
+    const conditions = (hm?.status?.conditions ?? []).map(
+      (c) => `${c.type}=${c.status}${c.message ? ` (${c.message.slice(0, 200)})` : ''}`,
+    );
+    const state = hm ? `ready=${String(hm.status?.ready ?? false)} ${conditions.join(', ')}` : 'missing';
+    return `${m.metadata.name ?? ''}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
+  };
+  return `guest cluster ${spec.namespace}/${spec.name}: its Machines were not all Running within ${timeoutMs / 1000} s (${live.map(describe).join('; ') || 'none yet'})`;
+}
+
+/**
+ * A scale-down as Rancher does it when a user deletes one node of a pool: the Machine is marked
+ * for Cluster API's MachineSet and the pool's MachineDeployment loses a replica.
+ */
+export async function scaleDownPool(
+  rancher: KubeClient,
+  opts: { namespace: string; cluster: string; pool: string; machine: string },
+): Promise<void> {
+  await rancher.patch(
+    Resources.capiMachine,
+    { namespace: opts.namespace, name: opts.machine },
+    {
+      metadata: { annotations: { [ANNOTATION_DELETE_MACHINE]: 'yes' } },
+    },
   );
+  const at = { namespace: opts.namespace, name: machineDeploymentName(opts.cluster, opts.pool) };
+  const md = await rancher.get<KubeObject & { spec?: { replicas?: number } }>(
+    SandboxResources.machineDeployment,
+    at,
+  );
+  await rancher.patch(SandboxResources.machineDeployment, at, {
+    metadata: { resourceVersion: md.metadata.resourceVersion },
+    spec: { replicas: Math.max(0, (md.spec?.replicas ?? 1) - 1) },
+  });
 }
 
 /** The driver config saved at create time (its kubeconfig may since have expired). */

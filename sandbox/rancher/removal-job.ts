@@ -6,7 +6,7 @@ import { rancherInstanceName } from '../../src/rancher/names.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
-import type { RemovalJob } from './capi-standin.js';
+import type { RemovalJob } from './rancher-jobs.js';
 import { readSavedDriverConfig } from './machine-state.js';
 
 export function driverRemovalJob(rancher: KubeClient, logger: Logger = silentLogger): RemovalJob {

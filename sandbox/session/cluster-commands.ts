@@ -1,29 +1,25 @@
 // The sandbox commands about guest clusters, each a step the walkthrough plays, run by hand
 // against a running `sandbox up` (session/state.ts), each printing what it did:
-//   create-cluster  Rancher provisions a guest cluster: its objects, then one create job per
-//                   machine through the real rancher-machine and our plugin executable
+//   create-cluster  Rancher provisions a guest cluster: its objects and its pool's
+//                   MachineDeployment; the real Cluster API makes the Machines, and `up`'s
+//                   Rancher stand-in runs one create job per machine through the real
+//                   rancher-machine and our plugin executable
 //   workload-volume a workload's volume as the Harvester CSI driver makes and hot-plugs it
 //   load-balancer   the guest cluster's cloud provider makes a load balancer for a Service
 //   delete-cluster  the user deletes the cluster in Rancher; waits until Rancher is done
 //   job-logs        what Rancher's rm jobs printed (the pod logs of step 10 of the first seed)
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import { LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import { describeLoadBalancer, LB_LABEL_CLUSTER } from '../../src/harvester/load-balancers.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../src/harvester/types.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
-import { redact } from '../../src/log/redact.js';
-import { credentialEnv } from '../rancher/capi-standin.js';
-import { createGuestCluster } from '../rancher/guest-cluster.js';
-import { jobBinaries } from '../rancher-machine/binaries.js';
-import { ProvisionJobs } from '../rancher-machine/provision-jobs.js';
-import { poolConfig } from '../rancher-machine/rancher-job.js';
-import { redactArgs, runProblem } from '../rancher-machine/rancher-machine.js';
+import { machineDeploymentName } from '../../src/rancher/names.js';
+import { createGuestCluster, type GuestMachine } from '../rancher/guest-cluster.js';
 import { ensureGuestLoadBalancer, ensureIpPool } from '../standins/cloud-provider.js';
 import { csiStandIn } from '../standins/csi/csi.js';
-import { readRemovals, type RemovalRecord } from './rancher-side.js';
+import { readBinaries, readJobs, type JobRecord } from './rancher-side.js';
 import type { Session } from './state.js';
 
 export type Say = (who: string, line: string) => void;
@@ -48,81 +44,46 @@ async function clusterVms(s: Session, cluster: string): Promise<Array<VirtualMac
   return list.items;
 }
 
-export async function createCluster(
+/** Waits (up to `timeoutMs`) for the binaries `up` builds or finds in the cache for the jobs. */
+async function upBinaries(
   s: Session,
-  say: Say,
-  opts: { name: string; machines: number; pool: string },
-): Promise<void> {
-  const ns = s.state.fleetNamespace;
-  const cc = `${s.state.cloudCredential.namespace}:${s.state.cloudCredential.name}`;
-  if (await s.rancher.find(Resources.provisioningCluster, { namespace: ns, name: opts.name }))
-    throw new CommandError(`Rancher already has a cluster ${ns}/${opts.name}`);
-  const binaries = await jobBinaries((line) => say('build', line));
-  const plugin = fs.readFileSync(binaries.plugin);
-  say('jobs', `rancher-machine ${binaries.rancherMachine}`);
-  say(
-    'jobs',
-    `plugin executable ${binaries.plugin} (sha256 ${crypto.createHash('sha256').update(plugin).digest('hex')}), the node driver Rancher runs`,
-  );
-  const machines = await createGuestCluster(s.rancher, {
-    namespace: ns,
-    name: opts.name,
-    clusterCredential: cc,
-    pools: [{ name: opts.pool, quantity: opts.machines }],
-    vmNamespace: s.state.seeds.namespace,
-    machineState: 'empty',
-  });
-  say(
-    'Rancher',
-    `provisioning Cluster ${ns}/${opts.name} (${opts.pool} × ${opts.machines}, cloud credential ${cc}): CAPI Cluster, Machine(s) ${machines.map((m) => m.name).join(', ')} with their HarvesterMachines and empty <machine>-machine-state Secrets`,
-  );
-  const credential = await s.rancher.get<KubeObject & { data?: Record<string, string> }>(
-    Resources.secret,
-    s.state.cloudCredential,
-  );
-  const env = credentialEnv(credential.data);
-  const jobs = new ProvisionJobs({
-    root: path.join(s.dir, 'jobs'),
-    rancherMachine: binaries.rancherMachine,
-    pluginExecutable: binaries.plugin,
-    rancherKubeconfig: s.kubeconfig('RANCHER_KUBECONFIG'),
-  });
-  try {
+  timeoutMs: number,
+): Promise<{ rancherMachine: string; plugin: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const b = readBinaries(s.dir);
+    if (b && 'error' in b) throw new CommandError(b.error);
+    if (b) return b;
+    if (Date.now() > deadline)
+      throw new CommandError(
+        `rancher-machine and the plugin executable are not built within ${timeoutMs / 1000} s (see sandbox up's output)`,
+      );
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** What the create jobs did and where the VMs are, once every Machine is Running. */
+async function sayCreated(s: Session, say: Say, cluster: string, machines: GuestMachine[]): Promise<void> {
+  const creates = readJobs(s.dir).filter((r) => r.kind === 'create' && r.cluster === cluster);
+  const first = creates.find((r) => r.command);
+  if (first) {
     say(
       'Rancher',
-      `${machines.length} create job(s), environment from the cloud credential (${Object.keys(env).sort().join(', ')})`,
+      `create job(s) from an empty home, environment from the cloud credential (${first.envNames?.join(', ') ?? ''})`,
     );
-    const results = await Promise.all(
-      machines.map((m) =>
-        jobs.create({
-          namespace: ns,
-          machineName: m.name,
-          instanceName: m.instanceName,
-          env,
-          clusterName: opts.name,
-          config: poolConfig(s.state.seeds),
-        }),
-      ),
+    say('Rancher', `create job command line: ${first.command ?? ''}`);
+  }
+  for (const m of machines) {
+    const r = creates.find((c) => c.machine === m.name);
+    say(
+      'Rancher',
+      r ? `${fmt(r)}, state saved in ${m.name}-machine-state` : `no create job of ${m.name} on record`,
     );
-    const first = results[0];
-    if (first) say('Rancher', `create job command line: rancher-machine ${redactArgs(first.args)}`);
-    for (const [i, m] of machines.entries()) {
-      const run = results[i]?.run;
-      const problem = run ? runProblem(run) : 'did not run';
-      if (problem) throw new CommandError(`create job ${m.name}: ${problem}\n${redact(run?.output ?? '')}`);
-      say(
-        'Rancher',
-        `create job ${m.name}: exit 0 in ${((run?.durationMs ?? 0) / 1000).toFixed(1)} s, state saved in ${m.name}-machine-state`,
-      );
-    }
-  } finally {
-    jobs.close();
-    jobs.killLeftovers();
   }
   const vmis = await s.harvester.list<VirtualMachineInstance & KubeObject>(Resources.virtualMachineInstance, {
     namespace: s.state.seeds.namespace,
   });
-  for (const vm of await clusterVms(s, opts.name)) {
+  for (const vm of await clusterVms(s, cluster)) {
     const vmi = vmis.items.find((i) => i.metadata.name === vm.metadata.name);
     const ip = vmi?.status?.interfaces?.find((i) => i.ipAddress)?.ipAddress ?? 'no IP yet';
     say(
@@ -130,6 +91,54 @@ export async function createCluster(
       `VM ${vm.metadata.namespace ?? ''}/${vm.metadata.name ?? ''}: ${vmi?.status?.phase ?? 'no instance'}, ${ip}`,
     );
   }
+}
+
+export async function createCluster(
+  s: Session,
+  say: Say,
+  opts: { name: string; machines: number; pool: string; timeoutMs: number },
+): Promise<void> {
+  const ns = s.state.fleetNamespace;
+  const cc = `${s.state.cloudCredential.namespace}:${s.state.cloudCredential.name}`;
+  if (await s.rancher.find(Resources.provisioningCluster, { namespace: ns, name: opts.name }))
+    throw new CommandError(`Rancher already has a cluster ${ns}/${opts.name}`);
+  const binaries = await upBinaries(s, opts.timeoutMs);
+  const plugin = fs.readFileSync(binaries.plugin);
+  say('jobs', `rancher-machine ${binaries.rancherMachine}`);
+  say(
+    'jobs',
+    `plugin executable ${binaries.plugin} (sha256 ${crypto.createHash('sha256').update(plugin).digest('hex')}), the node driver Rancher runs`,
+  );
+  say(
+    'Rancher',
+    `provisioning Cluster ${ns}/${opts.name} (${opts.pool} × ${opts.machines}, cloud credential ${cc}): CAPI Cluster, MachineDeployment ${machineDeploymentName(opts.name, opts.pool)} and its templates`,
+  );
+  let machines: GuestMachine[];
+  try {
+    machines = await createGuestCluster(s.rancher, {
+      namespace: ns,
+      name: opts.name,
+      clusterCredential: cc,
+      pools: [{ name: opts.pool, quantity: opts.machines }],
+      vmNamespace: s.state.seeds.namespace,
+      // The guest's apiserver as Cluster API reaches it: where its nodes register (Rancher's local cluster).
+      downstreamKubeconfig: s.kubeconfig('RANCHER_KUBECONFIG'),
+      timeoutMs: opts.timeoutMs,
+    });
+  } catch (err) {
+    const failed = readJobs(s.dir).filter(
+      (r) => r.kind === 'create' && r.cluster === opts.name && r.ok === false,
+    );
+    for (const r of failed) say('Rancher', fmt(r));
+    const log = failed[0]?.log;
+    const output = log && fs.existsSync(log) ? `\n${fs.readFileSync(log, 'utf8')}` : '';
+    throw new CommandError(`${err instanceof Error ? err.message : String(err)}${output}`);
+  }
+  say(
+    'CAPI',
+    `${opts.name}: MachineSet → Machine(s) ${machines.map((m) => m.name).join(', ')}, each with its HarvesterMachine and RKEBootstrap; Running once its create job finished and its node registered`,
+  );
+  await sayCreated(s, say, opts.name, machines);
   for (const m of machines)
     await waitFor(s.rancher, {
       type: Resources.capiMachine,
@@ -208,8 +217,16 @@ export async function loadBalancer(
   );
 }
 
-const fmt = (r: RemovalRecord): string =>
-  `rm job ${r.machine} attempt ${r.attempt} (credential token ${r.token ?? '(none)'}, VM annotation removeAllPersistentVolumeClaims=${r.annotationAtStart ?? '(absent)'} when it started): ${r.finishedAt ? (r.ok ? 'exit 0' : `exit ${String(r.code)}`) : 'running'}`;
+const fmt = (r: JobRecord): string => {
+  const end = r.finishedAt
+    ? `${r.ok ? 'exit 0' : `exit ${String(r.code)}`}${r.durationMs !== undefined ? ` in ${(r.durationMs / 1000).toFixed(1)} s` : ''}`
+    : 'running';
+  const annotation =
+    r.kind === 'rm'
+      ? `, VM annotation removeAllPersistentVolumeClaims=${r.annotationAtStart ?? '(absent)'} when it started`
+      : '';
+  return `${r.kind} job ${r.machine} attempt ${r.attempt} (credential token ${r.token ?? '(none)'}${annotation}): ${end}`;
+};
 
 export async function deleteCluster(
   s: Session,
@@ -235,7 +252,8 @@ export async function deleteCluster(
     'Rancher',
     `the CAPI Cluster, Machine(s) ${machines.join(', ')} and their HarvesterMachines are gone; each rm job ran once the cleanup controller released its Machine's hook`,
   );
-  for (const r of readRemovals(s.dir).filter((r) => machines.includes(r.machine))) say('Rancher', fmt(r));
+  for (const r of readJobs(s.dir).filter((r) => r.kind === 'rm' && machines.includes(r.machine)))
+    say('Rancher', fmt(r));
   const left = await clusterVms(s, opts.name);
   say(
     'Harvester',
@@ -278,9 +296,10 @@ export async function jobLogs(
   out: (text: string) => void,
   opts: { cluster: string; wait?: 'failed' | 'succeeded'; timeoutMs: number },
 ): Promise<void> {
-  const mine = (): RemovalRecord[] => readRemovals(s.dir).filter((r) => r.cluster === opts.cluster);
+  const mine = (): JobRecord[] =>
+    readJobs(s.dir).filter((r) => r.kind === 'rm' && r.cluster === opts.cluster);
   const deadline = Date.now() + opts.timeoutMs;
-  const enough = (rs: RemovalRecord[]): boolean =>
+  const enough = (rs: JobRecord[]): boolean =>
     !opts.wait || rs.some((r) => r.finishedAt && r.ok === (opts.wait === 'succeeded'));
   let runs = mine();
   while (!enough(runs)) {

@@ -251,20 +251,25 @@ describe('Harvester VM controller stand-in', () => {
       { namespace: ns, name: 'vm5' },
       { propagationPolicy: 'Foreground' },
     );
-    // KubeVirt's part completes (VMI gone, its finalizer off); Harvester's stays.
+    // KubeVirt's part completes (VMI gone, its finalizer off); Harvester's stays. KubeVirt
+    // writes the status after it drops its finalizer (as virt-controller does): wait for both.
+    const onlyHarvesters = (v: VirtualMachine | undefined): boolean =>
+      JSON.stringify(v?.metadata.finalizers) === JSON.stringify([Finalizers.harvesterVmCleanup]);
     const held = await waitUntil<VirtualMachine>(
       client,
       Resources.virtualMachine,
       { namespace: ns, name: 'vm5' },
-      'only the Harvester finalizer left',
-      (v) => JSON.stringify(v?.metadata.finalizers) === JSON.stringify([Finalizers.harvesterVmCleanup]),
+      'only the Harvester finalizer left, and the status Terminating',
+      (v) => onlyHarvesters(v) && v?.status?.printableStatus === 'Terminating',
       30_000,
     );
     assert.ok(held?.metadata.deletionTimestamp);
-    assert.equal(held?.status?.printableStatus, 'Terminating');
     await standIns.idle();
     const pvc = await client.get<PersistentVolumeClaim>(Resources.pvc, { namespace: ns, name: 'vm5-boot' });
     assert.equal(pvc.metadata.deletionTimestamp, undefined, 'the held handler deleted nothing');
+    const still = await client.get<VirtualMachine>(Resources.virtualMachine, { namespace: ns, name: 'vm5' });
+    assert.ok(onlyHarvesters(still), `held: ${JSON.stringify(still.metadata.finalizers)}`);
+    assert.equal(still.status?.printableStatus, 'Terminating');
     standIns.faults.releaseRemoval(ns, 'vm5');
     await waitUntil(
       client,

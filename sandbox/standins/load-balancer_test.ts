@@ -242,13 +242,14 @@ describe('load balancer stand-in', () => {
 });
 
 describe('IP pool selection', () => {
-  const lb = (annotations: Record<string, string>, namespace = 'ns1'): Lb =>
-    ({ metadata: { name: 'x', namespace, annotations }, spec: { workloadType: 'cluster' } });
-  const p = (name: string, selector: IpPool['spec']['selector'], labels?: Record<string, string>): Pool =>
-    ({
-      metadata: { name, ...(labels ? { labels } : {}) },
-      spec: { ranges: [{ subnet: '10.0.0.0/24' }], selector },
-    });
+  const lb = (annotations: Record<string, string>, namespace = 'ns1'): Lb => ({
+    metadata: { name: 'x', namespace, annotations },
+    spec: { workloadType: 'cluster' },
+  });
+  const p = (name: string, selector: IpPool['spec']['selector'], labels?: Record<string, string>): Pool => ({
+    metadata: { name, ...(labels ? { labels } : {}) },
+    spec: { ranges: [{ subnet: '10.0.0.0/24' }], selector },
+  });
   const pools = [
     p('global', {}, { 'loadbalancer.harvesterhci.io/global-ip-pool': 'true' }),
     p('ns1-low', { priority: 1, scope: [{ namespace: 'ns1', project: '*', guestCluster: '*' }] }),

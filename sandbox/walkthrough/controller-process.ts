@@ -29,6 +29,8 @@ export interface ControllerProcess {
     timeoutMs?: number,
   ): Promise<ControllerLogLine>;
   stop(): Promise<number | string>;
+  /** SIGKILL, as a node failure would: no Lease is given up. */
+  kill(): Promise<number | string>;
 }
 
 /** dist/src/controller/main.js, from this compiled file (dist/sandbox/walkthrough/). */
@@ -39,10 +41,15 @@ export function startControllerProcess(opts: {
   rancherKubeconfig: string;
   namespace: string;
   systemNamespace: string;
+  /** More flags (--gate-deadline …). */
+  extraArgs?: string[];
+  /** Names the kubeconfig and log files, for several replicas in one directory. */
+  name?: string;
 }): ControllerProcess {
-  const kubeconfig = path.join(opts.dir, 'controller.kubeconfig');
+  const name = opts.name ?? 'controller';
+  const kubeconfig = path.join(opts.dir, `${name}.kubeconfig`);
   fs.writeFileSync(kubeconfig, opts.rancherKubeconfig, { mode: 0o600 });
-  const logPath = path.join(opts.dir, 'controller.log');
+  const logPath = path.join(opts.dir, `${name}.log`);
   const managed: ManagedProcess = startProcess(
     'cleanup-controller',
     process.execPath,
@@ -56,6 +63,7 @@ export function startControllerProcess(opts: {
       opts.systemNamespace,
       '--metrics-bind-address',
       '127.0.0.1:0',
+      ...(opts.extraArgs ?? []),
     ],
     logPath,
   );
@@ -100,6 +108,10 @@ export function startControllerProcess(opts: {
     },
     async stop() {
       await managed.stop(10_000);
+      return managed.exited;
+    },
+    async kill() {
+      managed.child.kill('SIGKILL');
       return managed.exited;
     },
   };

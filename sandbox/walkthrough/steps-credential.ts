@@ -1,13 +1,14 @@
 // Steps 6-8, the second story (rancher#44912): the cloud credential that a machine was
-// created with expires. Rancher replaces the machine's node; its rm job, built with the
-// credential as it is, fails with our clear error and changes nothing; the credential is
-// renewed in Rancher, and Rancher's retry of the job removes the old VM with the renewed one.
+// created with expires. The user deletes the machine's node (a scale-down); its rm job, built
+// with the credential as it is, fails with our clear error and changes nothing; the credential
+// is renewed in Rancher, and Rancher's retry of the job removes the old VM with the renewed one.
 import { gunzipSync } from 'node:zlib';
 import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
+import { ANNOTATION_DELETE_MACHINE, scaleDownPool } from '../rancher/guest-cluster.js';
 import { MACHINE_STATE_KEY, machineStateSecretName, readTar } from '../rancher/machine-state.js';
 import { expireRancherToken } from '../rancher/tokens.js';
 import type { SandboxRancherToken } from '../sandbox.js';
@@ -88,10 +89,19 @@ export async function failingRemoval(story: Story, cluster: string): Promise<num
   if (!machine) throw new Error(`${cluster} has no machine`);
   const before = await view.states();
   const t0 = Date.now();
-  await sandbox.rancher.admin.delete(Resources.capiMachine, { namespace: FLEET_NS, name: machine.name });
+  await scaleDownPool(sandbox.rancher.admin, {
+    namespace: FLEET_NS,
+    cluster,
+    pool: machine.pool,
+    machine: machine.name,
+  });
   say.say(
     'Rancher',
-    `DELETE Machine ${FLEET_NS}/${machine.name}: the node is replaced (e.g. after the pool's image changed); the cluster stays`,
+    `the user deletes ${cluster}'s node ${machine.name}: Rancher marks its Machine ${ANNOTATION_DELETE_MACHINE} and scales MachineDeployment ${cluster}-${machine.pool} down by one; the cluster stays`,
+  );
+  say.say(
+    'CAPI',
+    `the MachineSet deletes Machine ${FLEET_NS}/${machine.name}; once released, its HarvesterMachine`,
   );
   const deadline = Date.now() + 60_000;
   let failed = world.removals.find((r) => r.machineName === machine.name && r.result && !r.result.ok);
@@ -190,7 +200,7 @@ export async function renewAndRetry(story: Story, cluster: string, t0: number): 
   say.check(lines.includes(`Successfully removed ${m}`), `"Successfully removed ${m}"`);
   say.check(
     !lines.some((l) => l.includes('Force the removal')),
-    'a plain removal (node replacement): no "Force the removal of all persistent volume claims"',
+    'a plain removal (one node of the cluster): no "Force the removal of all persistent volume claims"',
   );
 
   const boot = view.of(cluster).filter((p) => p.what.startsWith('boot disk'));
@@ -203,6 +213,6 @@ export async function renewAndRetry(story: Story, cluster: string, t0: number): 
   say.check(left.length === 0, `its boot disk is gone`, left.join(', '));
   say.check(
     workload.every((p) => after.get(p.name) === 'present'),
-    `its hot-plugged workload volume is kept: a node replacement keeps data volumes (harvester#3272)`,
+    `its hot-plugged workload volume is kept: removing one node keeps data volumes (harvester#3272)`,
   );
 }

@@ -1,8 +1,9 @@
 // Step 5, the first story (harvester#2825): a whole guest cluster is deleted the way
 // Rancher does it, and every volume of it goes, while another cluster is left alone.
-// Rancher deletes the provisioning Cluster → the CAPI stand-in deletes the CAPI Cluster and
-// its Machines → our controller annotates each VM and releases its pre-terminate hook → the
-// stand-in deletes each HarvesterMachine → Rancher's rm job (rancher-machine + our plugin).
+// Rancher deletes the provisioning Cluster → Rancher's stand-in deletes the CAPI Cluster →
+// Cluster API deletes its MachineDeployment, MachineSet and Machines, each waiting at its
+// pre-terminate hook → our controller annotates each VM and releases the hook → Cluster API
+// deletes each HarvesterMachine → Rancher's rm job (rancher-machine + our plugin).
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
@@ -52,8 +53,8 @@ export async function deleteWholeCluster(story: Story, name: string, other: stri
     until: (o) => o === undefined,
   });
   say.say(
-    'Rancher',
-    `the CAPI Cluster and its ${names.length} Machines were deleted; each Machine waited at Cluster API's pre-terminate step until our hook was released; the provisioning Cluster was gone after ${secs(Date.now() - t0)}`,
+    'CAPI',
+    `Cluster API deleted the CAPI Cluster, its MachineDeployment, MachineSet and ${names.length} Machines; each Machine waited at Cluster API's pre-terminate step until our hook was released; the provisioning Cluster was gone after ${secs(Date.now() - t0)}`,
   );
   controllerActions(story, names, [
     'HarvesterVMAnnotated',

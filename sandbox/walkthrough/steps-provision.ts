@@ -1,14 +1,15 @@
-// Steps 2-4: Rancher's side comes up (CAPI stand-in, our cleanup controller), Rancher
-// provisions two guest clusters through the real rancher-machine and our plugin executable,
-// and the guest clusters' workloads claim volumes through the Harvester CSI driver.
+// Steps 2-4: Rancher's side comes up (Rancher's stand-in beside the real Cluster API, our
+// cleanup controller), Rancher provisions two guest clusters — Cluster API makes their Machines
+// from each pool's MachineDeployment, Rancher's create jobs run the real rancher-machine with our
+// plugin executable — and the guest clusters' workloads claim volumes through the Harvester CSI
+// driver.
 import { gunzipSync } from 'node:zlib';
 import { hookAnnotation, DEFAULT_HOOK_NAME } from '../../src/controller/constants.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
-import { credentialEnv } from '../rancher/capi-standin.js';
+import { describeClusterApi } from '../capi/manager.js';
 import { createGuestCluster, type GuestMachine } from '../rancher/guest-cluster.js';
 import { MACHINE_STATE_KEY, machineStateSecretName, readTar } from '../rancher/machine-state.js';
-import { poolConfig } from '../rancher-machine/rancher-job.js';
 import { redactArgs, runProblem } from '../rancher-machine/rancher-machine.js';
 import type { Story } from './story.js';
 import { FLEET_NS, SYSTEM_NS } from './world.js';
@@ -23,9 +24,14 @@ export async function startRancherSide(story: Story, retryDelayMs: number): Prom
     'controller',
     `node dist/src/controller/main.js --namespace ${FLEET_NS} --leader-election-namespace ${SYSTEM_NS} (pid ${world.controller.pid ?? '?'}): leader, caches synced at ${synced.ts}`,
   );
+  const capi = world.sandbox.clusterApi;
+  say.say(
+    'CAPI',
+    `${capi ? describeClusterApi(capi) : 'Cluster API'} controller-manager (pid ${capi?.pid ?? '?'}), watching ${FLEET_NS}: makes each pool's Machines, deletes a deleted cluster's Machines, waits at their pre-terminate hooks, then deletes each HarvesterMachine`,
+  );
   say.say(
     'Rancher',
-    `CAPI stand-in running in ${FLEET_NS}: deletes a cluster's Machines, waits for pre-terminate hooks, deletes each HarvesterMachine and runs Rancher's rm job (rancher-machine) for it, retried like backoffLimit 3`,
+    `stand-in for Rancher's own controllers in ${FLEET_NS}: bootstrap, each HarvesterMachine's create job (rancher-machine) and node registration, and its rm job (rancher-machine) once Cluster API deletes it, retried like backoffLimit 3`,
   );
   say.check(
     world.controller.lines().some((l) => l.msg === 'became leader'),
@@ -42,7 +48,10 @@ async function stateSecretEntries(story: Story, machineName: string): Promise<st
   return b64 ? Object.keys(readTar(gunzipSync(Buffer.from(b64, 'base64')))) : [];
 }
 
-/** Provisions clusters as Rancher does: objects first (state Secrets empty), then one create job per machine, all at once. */
+/**
+ * Provisions clusters as Rancher does: the provisioning Cluster and its pools' MachineDeployments;
+ * Cluster API makes the Machines, Rancher's stand-in runs one create job per machine, all at once.
+ */
 export async function provisionClusters(
   story: Story,
   specs: Array<{ name: string; quantity: number }>,
@@ -50,47 +59,38 @@ export async function provisionClusters(
   const { world, say, view } = story;
   const { sandbox } = world;
   const cc = `${sandbox.cloudCredential.namespace}:${sandbox.cloudCredential.name}`;
+  const guests = await Promise.all(
+    specs.map(async (spec) => {
+      const machines = await createGuestCluster(sandbox.rancher.admin, {
+        namespace: FLEET_NS,
+        name: spec.name,
+        clusterCredential: cc,
+        pools: [{ name: 'pool1', quantity: spec.quantity }],
+        vmNamespace: sandbox.seeds.namespace,
+        downstreamKubeconfig: sandbox.kubeconfigs.rancherLocal,
+        timeoutMs: 240_000,
+      });
+      return { spec, machines };
+    }),
+  );
   const all: Array<{ cluster: string; machine: GuestMachine }> = [];
-  for (const spec of specs) {
-    const machines = await createGuestCluster(sandbox.rancher.admin, {
-      namespace: FLEET_NS,
-      name: spec.name,
-      clusterCredential: cc,
-      pools: [{ name: 'pool1', quantity: spec.quantity }],
-      vmNamespace: sandbox.seeds.namespace,
-      machineState: 'empty',
-    });
+  for (const { spec, machines } of guests) {
     story.clusters.set(spec.name, { name: spec.name, machines, workloadPvcs: [] });
     all.push(...machines.map((machine) => ({ cluster: spec.name, machine })));
     say.say(
       'Rancher',
-      `provisioning Cluster ${FLEET_NS}/${spec.name} (pool1 × ${spec.quantity}, cloud credential ${cc}): CAPI Cluster, ${spec.quantity} Machine(s), HarvesterMachine(s) and empty <machine>-machine-state Secret(s) created`,
+      `provisioning Cluster ${FLEET_NS}/${spec.name} (pool1 × ${spec.quantity}, cloud credential ${cc}): CAPI Cluster, MachineDeployment ${spec.name}-pool1 and its templates created`,
+    );
+    say.say(
+      'CAPI',
+      `${spec.name}: MachineSet → ${machines.map((m) => m.name).join(', ')}, each with its HarvesterMachine and RKEBootstrap; all Running once Rancher's create job finished and the node registered`,
     );
   }
-  // Rancher reads the cloud credential when it builds each job.
-  const credential = await sandbox.rancher.admin.get<KubeObject & { data?: Record<string, string> }>(
-    Resources.secret,
-    {
-      namespace: sandbox.cloudCredential.namespace,
-      name: sandbox.cloudCredential.name,
-    },
-  );
-  const env = credentialEnv(credential.data);
+  const results = all.map(({ machine }) => world.creates.find((c) => c.machineName === machine.name)?.result);
+  const firstCreate = world.creates.find((c) => all.some(({ machine }) => machine.name === c.machineName));
   say.say(
     'Rancher',
-    `${all.length} create jobs start at once, each from an empty home, environment from the cloud credential (${Object.keys(env).sort().join(', ')})`,
-  );
-  const results = await Promise.all(
-    all.map(({ cluster, machine }) =>
-      world.jobs.create({
-        namespace: FLEET_NS,
-        machineName: machine.name,
-        instanceName: machine.instanceName,
-        env,
-        clusterName: cluster,
-        config: poolConfig(sandbox.seeds),
-      }),
-    ),
+    `${all.length} create jobs ran at once, each from an empty home, environment from the cloud credential (${firstCreate?.envNames.join(', ') ?? 'none'})`,
   );
   const first = results[0];
   if (first) {
@@ -103,7 +103,11 @@ export async function provisionClusters(
     say.quote(first.run.output);
   }
   for (const [i, { machine }] of all.entries()) {
-    const run = (results[i] as (typeof results)[number]).run;
+    const run = results[i]?.run;
+    if (!run) {
+      say.check(false, `create job ${machine.name} ran`);
+      continue;
+    }
     const problem = runProblem(run);
     say.check(
       problem === undefined,

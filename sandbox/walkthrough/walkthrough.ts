@@ -1,11 +1,12 @@
 // The walkthrough: the two stories this project exists for, told on the sandbox with the
-// real pieces (rancher-machine driving our plugin executable with Rancher's job argv and
-// state Secrets, our cleanup controller as its own process), each step timed and checked.
+// real pieces (Cluster API's own controller-manager, rancher-machine driving our plugin
+// executable with Rancher's job argv and state Secrets, our cleanup controller as its own
+// process), each step timed and checked.
 // 1. sandbox up  2. Rancher's side  3. two clusters provisioned  4. workload volumes
 // 5. the cloud providers make load balancers (a Harvester that leaves them)
 // 6. harv01 deleted as Rancher does: all its volumes gone, harv02 untouched
 // 7. harv01's load balancer gone, its address free; harv02's stays
-// 8. harv02's credential expires  9. its node's rm job fails clearly, nothing changed
+// 8. harv02's credential expires  9. its node is deleted: the rm job fails clearly, nothing changed
 // 10. credential renewed: the retried rm job removes the old VM  11. everything stopped
 import { HarvesterView } from './harvester-view.js';
 import { Narrator } from './narrator.js';
@@ -41,11 +42,12 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
   const stories = async (): Promise<void> => {
     say.line('harvester-machine walkthrough: the Harvester node driver as Rancher drives it, on the sandbox');
     say.line(
-      "(real kube-apiservers for Harvester and for Rancher's local cluster; stand-ins for their controllers;",
+      "(real kube-apiservers for Harvester and for Rancher's local cluster, the real Cluster API controller-manager;",
     );
     say.line(
-      ' the real rancher-machine CLI driving our single-executable plugin; our cleanup controller as its own process)',
+      " stand-ins for Harvester's and Rancher's own controllers; the real rancher-machine CLI driving our",
     );
+    say.line(' single-executable plugin; our cleanup controller as its own process)');
 
     await say.step('Start the sandbox', async () => {
       await world.startSandbox((line) => say.say('build', line));
@@ -70,7 +72,7 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
         `work directory ${world.dir} (each job's "pod": bin/, an empty home/, tmp/; removed at the end)`,
       );
     });
-    await say.step("Start Rancher's side: the CAPI stand-in and our cleanup controller", () =>
+    await say.step("Start Rancher's side: its stand-in beside Cluster API, and our cleanup controller", () =>
       startRancherSide(story, RM_RETRY_DELAY_MS),
     );
     await say.step(
@@ -100,7 +102,7 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
     );
     await say.step(`${KEPT}'s cloud credential expires`, () => expireCredential(story, KEPT));
     const t0 = await say.step(
-      `Rancher replaces ${KEPT}'s node: the rm job fails without a renewed credential`,
+      `The user deletes ${KEPT}'s node: the rm job fails without a renewed credential`,
       () => failingRemoval(story, KEPT),
     );
     await say.step('The credential is renewed in Rancher: the retried rm job removes the old VM', () =>
@@ -110,12 +112,15 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
 
   const stopAll = async (): Promise<void> => {
     await say.step('Stop everything', async () => {
-      if (await world.stopStandIn()) say.say('Rancher', 'CAPI stand-in stopped');
+      if (await world.stopStandIn()) say.say('Rancher', "Rancher's stand-in stopped");
       const exit = await world.stopController();
       if (exit !== undefined)
         say.check(exit === 0, `cleanup controller stopped on SIGTERM (exit ${String(exit)})`);
       if (await world.stopSandbox())
-        say.say('sandbox', 'Harvester and Rancher control planes, stand-ins and front proxy stopped');
+        say.say(
+          'sandbox',
+          'Cluster API manager, Harvester and Rancher control planes, stand-ins and front proxy stopped',
+        );
       const leftovers = world.leftoverPlugins();
       await world.stop();
       say.check(leftovers === 0, 'no plugin process left behind; temp directory removed');

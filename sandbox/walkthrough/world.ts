@@ -1,9 +1,10 @@
 // Everything the walkthrough runs, started step by step and stopped in reverse order, also
-// on failure or interrupt: the sandbox (Harvester + Rancher's local cluster + front proxy),
-// the two binaries (real rancher-machine, our plugin executable), the cleanup controller
-// process, the CAPI stand-in whose removal job is Rancher's rm job with rancher-machine,
-// and a temp directory for the jobs' "pods". A synchronous last resort (process exit,
-// signals) kills the jobs' plugins and removes the temp directory.
+// on failure or interrupt: the sandbox (Harvester + Rancher's local cluster with the real
+// Cluster API manager + front proxy), the two binaries (real rancher-machine, our plugin
+// executable), the cleanup controller process, Rancher's stand-in whose create and rm jobs
+// are Rancher's jobs with rancher-machine, and a temp directory for the jobs' "pods". A
+// synchronous last resort (process exit, signals) kills the jobs' plugins and removes the
+// temp directory.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,10 +13,18 @@ import { rancherInstanceName } from '../../src/rancher/names.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { onExitCleanup } from '../control-plane/processes.js';
-import { startCapiStandIn, type CapiStandIn, type RemovalJob } from '../rancher/capi-standin.js';
+import {
+  startRancherStandIn,
+  type CreateJob,
+  type RancherStandIn,
+  type RemovalJob,
+} from '../rancher/rancher-standin.js';
 import { jobBinaries, type JobBinaries } from '../rancher-machine/binaries.js';
-import { ProvisionJobs } from '../rancher-machine/provision-jobs.js';
+import { ProvisionJobs, type JobResult } from '../rancher-machine/provision-jobs.js';
+import { poolConfig } from '../rancher-machine/rancher-job.js';
+import { runProblem } from '../rancher-machine/rancher-machine.js';
 import { rancherMachineRemovalJob, type RemovalJobRun } from '../rancher-machine/removal-job.js';
+import { redact } from '../../src/log/redact.js';
 import { startSandbox, type Sandbox } from '../sandbox.js';
 import { startControllerProcess, type ControllerProcess } from './controller-process.js';
 
@@ -36,6 +45,16 @@ export interface RemovalRecord {
   result?: RemovalJobRun;
 }
 
+/** One run of Rancher's create job. */
+export interface CreateRecord {
+  machineName: string;
+  instanceName: string;
+  clusterName: string;
+  /** The environment's variable names (never their values). */
+  envNames: string[];
+  result: JobResult;
+}
+
 /** The token name in a Rancher kubeconfig ("<name>:<secret>"). */
 export function tokenNameOf(kubeconfig: string | undefined): string | undefined {
   if (!kubeconfig) return undefined;
@@ -48,10 +67,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export class World {
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-walkthrough-'));
   readonly removals: RemovalRecord[] = [];
+  readonly creates: CreateRecord[] = [];
   private sandboxRef: Sandbox | undefined;
   private jobsRef: ProvisionJobs | undefined;
   private controllerRef: ControllerProcess | undefined;
-  private standInRef: CapiStandIn | undefined;
+  private standInRef: RancherStandIn | undefined;
   private readonly forgetExitCleanup: () => void;
   private stopping: Promise<void> | undefined;
   binaries: JobBinaries = { rancherMachine: '', plugin: '' };
@@ -75,8 +95,8 @@ export class World {
     if (!this.controllerRef) throw new Error('the controller is not started');
     return this.controllerRef;
   }
-  get standIn(): CapiStandIn {
-    if (!this.standInRef) throw new Error('the CAPI stand-in is not started');
+  get standIn(): RancherStandIn {
+    if (!this.standInRef) throw new Error("Rancher's stand-in is not started");
     return this.standInRef;
   }
 
@@ -84,7 +104,7 @@ export class World {
   async startSandbox(note: (line: string) => void): Promise<void> {
     // Both settle before either failure is reported, so a sandbox that did start is stopped.
     const [started, built] = await Promise.allSettled([
-      startSandbox().then((s) => (this.sandboxRef = s)),
+      startSandbox({ clusterApi: { namespace: FLEET_NS } }).then((s) => (this.sandboxRef = s)),
       jobBinaries(note),
     ]);
     if (started.status === 'rejected') throw started.reason;
@@ -99,7 +119,7 @@ export class World {
     });
   }
 
-  /** The controller process and the CAPI stand-in, on Rancher's local cluster. */
+  /** The controller process and Rancher's stand-in, on Rancher's local cluster. */
   async startRancherSide(retryDelayMs: number): Promise<void> {
     const { rancher, harvester } = this.sandbox;
     for (const name of [FLEET_NS, SYSTEM_NS])
@@ -137,8 +157,37 @@ export class World {
       });
       await rm(ctx);
     };
-    this.standInRef = await startCapiStandIn(rancher.admin, {
+    // Rancher's create job: rancher-machine create with the pool's config; the guest node's
+    // address is the VM's, as the node reports it.
+    const createJob: CreateJob = async ({ harvesterMachine, env, clusterName }) => {
+      const machineName = harvesterMachine.metadata.name ?? '';
+      const instanceName = rancherInstanceName(machineName);
+      const result = await this.jobs.create({
+        namespace: FLEET_NS,
+        machineName,
+        instanceName,
+        env,
+        clusterName,
+        config: poolConfig(this.sandbox.seeds),
+      });
+      this.creates.push({
+        machineName,
+        instanceName,
+        clusterName,
+        envNames: Object.keys(env).sort(),
+        result,
+      });
+      const problem = runProblem(result.run);
+      if (problem) throw new Error(redact(`rancher-machine create ${problem}\n${result.run.output}`));
+      const vmi = await harvester.admin.find<
+        KubeObject & { status?: { interfaces?: Array<{ ipAddress?: string }> } }
+      >(Resources.virtualMachineInstance, { namespace: this.sandbox.seeds.namespace, name: instanceName });
+      const ip = vmi?.status?.interfaces?.find((i) => i.ipAddress)?.ipAddress;
+      return ip ? { addresses: [{ type: 'InternalIP', address: ip }] } : {};
+    };
+    this.standInRef = await startRancherStandIn(rancher.admin, {
       namespace: FLEET_NS,
+      createJob,
       removalJob,
       retryDelayMs,
     });

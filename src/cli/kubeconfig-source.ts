@@ -1,10 +1,14 @@
 // Where a command that talks to Harvester without a stored machine (volumes, doctor) and
-// `create` find the kubeconfig: an explicit flag first, then the environment, as kubectl.
-import fs from 'node:fs';
+// `create` find the kubeconfig: an explicit flag first, then the environment, by client-go's
+// loading rules (src/kube/kubeconfig-loading.ts), with --context over current-context.
 import os from 'node:os';
-import path from 'node:path';
 import { FLAGS } from '../driver/flags.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
+import {
+  KubeconfigLoadError,
+  loadKubeconfig,
+  overrideContext as overrideContextIn,
+} from '../kube/kubeconfig-loading.js';
 import { registerSecret } from '../log/redact.js';
 import { UsageError } from './errors.js';
 
@@ -14,42 +18,64 @@ export interface KubeconfigChoice {
   source: string;
 }
 
-/** Reads a kubeconfig file; a missing or unreadable file is a usage error naming it. */
-export function readKubeconfigFile(file: string, what: string): string {
+function usage<T>(load: () => T): T {
   try {
-    const content = fs.readFileSync(file, 'utf8');
-    registerSecret(content);
-    return content;
+    return load();
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw new UsageError(`${what} ${file}: cannot read the file (${code})`);
+    if (err instanceof KubeconfigLoadError) throw new UsageError(err.message);
+    throw err;
   }
 }
 
+/** --context over kubeconfig content given inline; an unknown context is a usage error. */
+export function overrideContext(content: string, context: string | undefined, source: string): string {
+  return usage(() => overrideContextIn(content, context, source));
+}
+
 /**
- * --kubeconfig <file>, else HARVESTER_KUBECONFIG_CONTENT (base64 or plain), else the first
- * file of $KUBECONFIG, else ~/.kube/config when it exists.
+ * Reads a kubeconfig file as client-go does (relative paths taken from its directory, --context
+ * applied); a missing or unreadable file is a usage error naming it.
+ */
+export function readKubeconfigFile(file: string, what: string, context?: string): string {
+  const loaded = usage(() =>
+    loadKubeconfig({ explicitPath: file, env: {}, ...(context ? { context } : {}) }),
+  );
+  if (loaded.content === undefined) throw new UsageError(`${what} ${file}: holds no kubeconfig`);
+  return loaded.content;
+}
+
+/**
+ * --kubeconfig <file>, else HARVESTER_KUBECONFIG_CONTENT (base64 or plain), else client-go's
+ * files: every file of $KUBECONFIG merged, or ~/.kube/config.
  */
 export function chooseKubeconfig(
   flagFile: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
   home: string = os.homedir(),
+  context?: string,
 ): KubeconfigChoice {
-  if (flagFile)
-    return { content: readKubeconfigFile(flagFile, '--kubeconfig'), source: `--kubeconfig ${flagFile}` };
+  if (flagFile) {
+    return {
+      content: readKubeconfigFile(flagFile, '--kubeconfig', context),
+      source: `--kubeconfig ${flagFile}`,
+    };
+  }
   const inline = env[FLAGS.kubeconfigContent.envVar];
   if (inline && inline.trim() !== '') {
     const content = decodeBase64OrPlain(inline);
     registerSecret(inline);
     registerSecret(content);
-    return { content, source: FLAGS.kubeconfigContent.envVar };
+    const source = FLAGS.kubeconfigContent.envVar;
+    return { content: overrideContext(content, context, source), source };
   }
-  const fromEnv = env['KUBECONFIG']?.split(path.delimiter).find((f) => f !== '');
-  if (fromEnv)
-    return { content: readKubeconfigFile(fromEnv, '$KUBECONFIG'), source: `$KUBECONFIG (${fromEnv})` };
-  const fallback = path.join(home, '.kube', 'config');
-  if (fs.existsSync(fallback))
-    return { content: readKubeconfigFile(fallback, 'kubeconfig'), source: fallback };
+  try {
+    const loaded = loadKubeconfig({ env, home, ...(context ? { context } : {}) });
+    if (loaded.content !== undefined) return { content: loaded.content, source: loaded.source };
+  } catch (err) {
+    if (!(err instanceof KubeconfigLoadError) || !/^no kubeconfig/.test(err.message)) {
+      throw err instanceof KubeconfigLoadError ? new UsageError(err.message) : err;
+    }
+  }
   throw new UsageError(
     `no kubeconfig for Harvester: pass --kubeconfig <file>, or set ${FLAGS.kubeconfigContent.envVar} or KUBECONFIG`,
   );

@@ -15,6 +15,8 @@ import type { StoredMachine } from './store/machine-store.js';
 export interface FreshCredentialOptions {
   /** --kubeconfig <file> */
   kubeconfig?: string;
+  /** --context <name>, with --kubeconfig */
+  context?: string;
   /** --harvester-kubeconfig-content (commander's attribute name) */
   harvesterKubeconfigContent?: string;
 }
@@ -32,10 +34,11 @@ export function driverEnvironment(
   if (fresh.kubeconfig && fresh.harvesterKubeconfigContent) {
     throw new UsageError('give either --kubeconfig or --harvester-kubeconfig-content, not both');
   }
+  if (fresh.context && !fresh.kubeconfig) throw new UsageError('--context goes with --kubeconfig');
   if (!fresh.kubeconfig) return ctx.env;
   return {
     ...ctx.env,
-    [FLAGS.kubeconfigContent.envVar]: readKubeconfigFile(fresh.kubeconfig, '--kubeconfig'),
+    [FLAGS.kubeconfigContent.envVar]: readKubeconfigFile(fresh.kubeconfig, '--kubeconfig', fresh.context),
   };
 }
 

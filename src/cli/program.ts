@@ -14,8 +14,9 @@ import { CliContext, type CliIo, type GlobalOptions } from './context.js';
 import { ExitWithCode } from './errors.js';
 import { EXIT_CODES_HELP, ExitCode, exitCodeFor } from './exit-codes.js';
 import { STORE_ENV } from './store/machine-store.js';
+import { versionText } from './version.js';
 
-export const VERSION = '0.1.0';
+export { VERSION } from './version.js';
 
 export function buildProgram(io: CliIo): Command {
   const program = new Command('harvester-machine');
@@ -24,7 +25,7 @@ export function buildProgram(io: CliIo): Command {
     .description(
       'Create and manage Harvester VMs as rancher-machine does, with the Harvester node driver; find and delete the volumes and load balancers deleted guest clusters left behind; check credentials.',
     )
-    .version(VERSION)
+    .version(versionText())
     .option(
       '--store <dir>',
       `machine store (env ${STORE_ENV}; default: $XDG_DATA_HOME/harvester-machine or ~/.local/share/harvester-machine)`,

@@ -32,6 +32,8 @@ export interface RemovalPreview {
     loadBalancers?: PreviewItem[];
   };
   keep: { persistentVolumeClaims: PreviewItem[]; loadBalancers?: PreviewItem[] };
+  /** Claim names the VM uses that name no PVC of its namespace: never deleted, shown as written. */
+  refused: { claimNames: PreviewItem[] };
   /** Why the guest cluster's load balancers could not be looked at. */
   loadBalancersNotListed?: string;
 }
@@ -131,6 +133,7 @@ export function removalPreview(input: {
       wholeClusterAssumed: input.wholeClusterAssumed,
       delete: empty,
       keep: { persistentVolumeClaims: [] },
+      refused: { claimNames: [] },
       ...lbFields,
     };
   }
@@ -153,6 +156,8 @@ export function removalPreview(input: {
       ...(lb?.keep ? { loadBalancers: lb.keep } : {}),
     },
     ...lbFields,
+    // Not item(): a refused name is the VM's text, and a "/" in it is no namespace.
+    refused: { claimNames: plan.refused.map((r) => ({ namespace: ns, name: r.name, reason: r.reason })) },
   };
 }
 
@@ -191,9 +196,19 @@ export function renderRemovalPreview(preview: RemovalPreview, storeDir: string):
   const lbCount = preview.delete.loadBalancers?.length
     ? `, ${preview.delete.loadBalancers.length} load balancer(s) go with the guest cluster`
     : '';
+  const refused = preview.refused.claimNames;
+  const refusals =
+    refused.length === 0
+      ? []
+      : [
+          'refuse (claim names of the VM that are no PVC of its namespace):',
+          ...refused.map((r) => `  ${r.reason}`),
+        ];
   const counts =
     `${preview.delete.persistentVolumeClaims.length} volume(s) and ${preview.delete.secrets.length} Secret(s) deleted, ` +
-    `${preview.keep.persistentVolumeClaims.length} volume(s) kept${lbCount}`;
+    `${preview.keep.persistentVolumeClaims.length} volume(s) kept` +
+    (refused.length > 0 ? `, ${refused.length} claim name(s) refused` : '') +
+    lbCount;
   const notListed = preview.loadBalancersNotListed
     ? [`(load balancers not looked at: ${preview.loadBalancersNotListed})`]
     : [];
@@ -202,6 +217,7 @@ export function renderRemovalPreview(preview: RemovalPreview, storeDir: string):
     ...deletes,
     ...withCluster,
     ...keeps,
+    ...refusals,
     ...notListed,
     `and forget the machine (${storeDir}). ${counts}. Nothing was changed.`,
   ];

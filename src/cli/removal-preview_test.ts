@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { RemovalPlan } from '../harvester/removal-plan.js';
+import { planRemoval, type RemovalPlan } from '../harvester/removal-plan.js';
+import { pvc, pvcVolume, vmWith } from '../harvester/testing/fixtures.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
 import { loadBalancerPreview, removalPreview, renderRemovalPreview } from './removal-preview.js';
 
@@ -14,6 +15,7 @@ const plan: RemovalPlan = {
     { name: 'elsewhere/pvc-2', reason: 'in namespace elsewhere, not the VM namespace default' },
   ],
   secrets: [{ name: 'c1-pool1-x1-cloudinit', reason: 'cloud-init Secret owned by VM default/c1-pool1-x1' }],
+  refused: [],
 };
 
 describe('removal preview', () => {
@@ -77,6 +79,46 @@ describe('removal preview', () => {
       wholeClusterAssumed: false,
     });
     assert.match(real.delete.virtualMachines[0]?.reason ?? '', /Rancher set/);
+  });
+
+  it('shows the claim names it refuses, as written, with the reason', () => {
+    const vm = vmWith('m1', 'default', [
+      pvcVolume('disk-0', 'm1-disk-0'),
+      pvcVolume('disk-1', 'shared-data,db-of-vm2'),
+      pvcVolume('disk-2', 'other/db'),
+      pvcVolume('disk-3', 'gone'),
+    ]);
+    const hostile = planRemoval({
+      vm,
+      pvcsInNamespace: ['m1-disk-0', 'shared-data', 'db-of-vm2'].map((n) => pvc(n, 'default')),
+      vmsInNamespace: [vm],
+      removeAll: false,
+      clusterName: 'c1',
+    });
+    const preview = removalPreview({
+      machine: 'm1',
+      namespace: 'default',
+      vmName: 'm1',
+      plan: hostile,
+      wholeClusterAssumed: false,
+    });
+    assert.deepEqual(
+      preview.delete.persistentVolumeClaims.map((p) => p.name),
+      ['m1-disk-0'],
+    );
+    assert.deepEqual(
+      preview.refused.claimNames.map((r) => `${r.namespace}|${r.name}`),
+      ['default|shared-data,db-of-vm2', 'default|other/db', 'default|gone'],
+    );
+    const text = renderRemovalPreview(preview, '/s/m1');
+    const at = text.indexOf('refuse (claim names of the VM that are no PVC of its namespace):');
+    assert.ok(at > 0, text.join('\n'));
+    assert.match(
+      text[at + 1] ?? '',
+      /^ {2}claim name "shared-data,db-of-vm2" is no PVC name: not a DNS-1123 subdomain/,
+    );
+    assert.equal(text[at + 3], '  claim name "gone" names no PVC in namespace default; never deleted');
+    assert.match(text.at(-1) ?? '', /0 volume\(s\) kept, 3 claim name\(s\) refused\. Nothing was changed\.$/);
   });
 
   it('a VM already gone: nothing on Harvester, only the store entry', () => {

@@ -21,12 +21,15 @@ export class Cache<T extends KubeObject> {
     namespaces: string[],
     logger: Logger,
     transform: (o: KubeObject) => KubeObject,
+    selectors: { labelSelector?: string | undefined; fieldSelector?: string | undefined } = {},
   ) {
     const scopes = namespaces.length === 0 ? [undefined] : namespaces;
     this.informers = scopes.map((namespace) => ({
       namespace,
       informer: new Informer<T>(client, type, {
         ...(namespace !== undefined ? { namespace } : {}),
+        ...(selectors.labelSelector ? { labelSelector: selectors.labelSelector } : {}),
+        ...(selectors.fieldSelector ? { fieldSelector: selectors.fieldSelector } : {}),
         logger,
         transform,
       }),
@@ -79,6 +82,7 @@ export function createCaches(
   namespaces: string[],
   credentialNamespace: string,
   logger: Logger,
+  credentialSelectors: { labelSelector?: string | undefined; fieldSelector?: string | undefined } = {},
 ): RancherCaches {
   return {
     machines: new Cache<CapiMachine>(client, Resources.capiMachine, namespaces, logger, slimMachine),
@@ -97,7 +101,15 @@ export function createCaches(
       logger,
       slimHarvesterMachine,
     ),
-    credentials: new Cache<SecretObject>(client, Resources.secret, [credentialNamespace], logger, slimSecret),
+    // The only Secrets the controller may read; a selector keeps the others off the wire.
+    credentials: new Cache<SecretObject>(
+      client,
+      Resources.secret,
+      [credentialNamespace],
+      logger,
+      slimSecret,
+      credentialSelectors,
+    ),
   };
 }
 

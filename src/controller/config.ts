@@ -4,13 +4,25 @@ import { Command, CommanderError } from 'commander';
 import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
+import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
 
 export interface ControllerConfig {
-  /** Path of the Rancher local cluster's kubeconfig; undefined = in-cluster service account. */
+  /**
+   * Path of the Rancher local cluster's kubeconfig; undefined = client-go's rules without an
+   * explicit file: the pod's service account, else $KUBECONFIG or ~/.kube/config.
+   */
   kubeconfigPath: string | undefined;
+  /** --context: a context of that kubeconfig other than its current-context. */
+  kubeContext: string | undefined;
   /** Namespaces holding the provisioning clusters and machines; [] = all namespaces. */
   namespaces: string[];
   credentialNamespace: string;
+  /**
+   * Narrow the credential watch (docs/decisions/0005-cleanup-gate.md#what-the-controller-may-read):
+   * only Secrets that match are ever sent to the controller.
+   */
+  credentialLabelSelector?: string | undefined;
+  credentialFieldSelector?: string | undefined;
   hookName: string;
   /** After a Machine's deletion, how long a failing cleanup may hold its gate. */
   gateDeadlineMs: number;
@@ -60,8 +72,11 @@ export class HelpRequested extends ConfigError {
 /** The flag values as commander hands them over: absent flags are undefined. */
 interface FlagValues {
   kubeconfig?: string;
+  context?: string;
   namespace?: string[];
   credentialNamespace?: string;
+  credentialLabelSelector?: string;
+  credentialFieldSelector?: string;
   hookName?: string;
   gateDeadline?: string;
   probeInterval?: string;
@@ -87,8 +102,9 @@ function controllerCommand(output: { text: string }): Command {
     )
     .option(
       '--kubeconfig <path>',
-      'Rancher local cluster kubeconfig (env RANCHER_KUBECONFIG; default: in-cluster)',
+      'Rancher local cluster kubeconfig (env RANCHER_KUBECONFIG; default: in-cluster, else $KUBECONFIG, ~/.kube/config)',
     )
+    .option('--context <name>', "the kubeconfig's context to use (default: its current-context)")
     .option(
       '--namespace <ns>',
       'namespace of provisioning clusters, repeatable or comma-separated; "*" = all (env WATCH_NAMESPACES; default fleet-default)',
@@ -97,6 +113,14 @@ function controllerCommand(output: { text: string }): Command {
     .option(
       '--credential-namespace <ns>',
       `cloud credentials (env CREDENTIAL_NAMESPACE; default ${CLOUD_CREDENTIAL_NAMESPACE})`,
+    )
+    .option(
+      '--credential-label-selector <selector>',
+      'watch only the credential Secrets with these labels, e.g. harvester-machine.io/credential=true (env CREDENTIAL_LABEL_SELECTOR; default all)',
+    )
+    .option(
+      '--credential-field-selector <selector>',
+      'watch only the credential Secrets matching this field selector, e.g. type=provisioning.cattle.io/cloud-credential (env CREDENTIAL_FIELD_SELECTOR; default all)',
     )
     .option('--hook-name <name>', `pre-terminate hook name (env HOOK_NAME; default ${DEFAULT_HOOK_NAME})`)
     .option(
@@ -178,6 +202,18 @@ export function parseConfig(
       `--hook-name: "${hookName}" is not a valid annotation name part (lower-case alphanumerics, '-', '.')`,
     );
   }
+  const selector = (
+    flag: string | undefined,
+    envName: string,
+    name: string,
+    problemOf: (s: string) => string | undefined,
+  ): string | undefined => {
+    const value = (flag ?? env[envName])?.trim();
+    if (!value) return undefined;
+    const problem = problemOf(value);
+    if (problem) throw new ConfigError(`--${name}: "${value}" ${problem}`);
+    return value;
+  };
   const duration = (flag: string | undefined, envName: string, fallback: string, name: string): number => {
     try {
       return parseDuration(pick(flag, envName, fallback));
@@ -187,8 +223,21 @@ export function parseConfig(
   };
   return {
     kubeconfigPath: values.kubeconfig ?? env.RANCHER_KUBECONFIG ?? undefined,
+    kubeContext: values.context,
     namespaces: namespaces.includes('*') ? [] : namespaces,
     credentialNamespace: pick(values.credentialNamespace, 'CREDENTIAL_NAMESPACE', CLOUD_CREDENTIAL_NAMESPACE),
+    credentialLabelSelector: selector(
+      values.credentialLabelSelector,
+      'CREDENTIAL_LABEL_SELECTOR',
+      'credential-label-selector',
+      labelSelectorProblem,
+    ),
+    credentialFieldSelector: selector(
+      values.credentialFieldSelector,
+      'CREDENTIAL_FIELD_SELECTOR',
+      'credential-field-selector',
+      secretFieldSelectorProblem,
+    ),
     hookName,
     gateDeadlineMs: duration(values.gateDeadline, 'GATE_DEADLINE', '30m', 'gate-deadline'),
     probeIntervalMs: duration(values.probeInterval, 'PROBE_INTERVAL', '10m', 'probe-interval'),
@@ -209,36 +258,4 @@ export function parseConfig(
     identity: env.POD_NAME ?? `${hostname}-${process.pid}`,
     logLevel: logLevel as ControllerConfig['logLevel'],
   };
-}
-
-/**
- * A kubeconfig for the pod's service account. The token goes through client-node's
- * tokenFile auth provider, which re-reads the file: projected tokens rotate hourly.
- */
-export function inClusterKubeconfig(
-  env: Record<string, string | undefined>,
-  dir = '/var/run/secrets/kubernetes.io/serviceaccount',
-): string {
-  const host = env.KUBERNETES_SERVICE_HOST;
-  const port = env.KUBERNETES_SERVICE_PORT ?? '443';
-  if (!host)
-    throw new ConfigError(
-      'not in a cluster (KUBERNETES_SERVICE_HOST is unset): pass --kubeconfig or RANCHER_KUBECONFIG',
-    );
-  const server = host.includes(':') ? `https://[${host}]:${port}` : `https://${host}:${port}`;
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    `- name: in-cluster`,
-    `  cluster: {server: "${server}", certificate-authority: "${dir}/ca.crt"}`,
-    'users:',
-    `- name: service-account`,
-    `  user: {auth-provider: {name: tokenFile, config: {tokenFile: "${dir}/token"}}}`,
-    'contexts:',
-    `- name: in-cluster`,
-    `  context: {cluster: in-cluster, user: service-account}`,
-    'current-context: in-cluster',
-    '',
-  ].join('\n');
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, inClusterKubeconfig, parseConfig, parseDuration } from './config.js';
+import { ConfigError, parseConfig, parseDuration } from './config.js';
 
 describe('parseDuration', () => {
   it('reads Go-like durations and plain seconds', () => {
@@ -52,11 +52,38 @@ describe('parseConfig', () => {
   });
 });
 
-describe('inClusterKubeconfig', () => {
-  it('uses the service account token file, re-read by the auth provider', () => {
-    const kc = inClusterKubeconfig({ KUBERNETES_SERVICE_HOST: '10.43.0.1', KUBERNETES_SERVICE_PORT: '443' });
-    assert.match(kc, /server: "https:\/\/10\.43\.0\.1:443"/);
-    assert.match(kc, /tokenFile: "\/var\/run\/secrets\/kubernetes.io\/serviceaccount\/token"/);
-    assert.throws(() => inClusterKubeconfig({}), ConfigError);
+describe('credential selectors', () => {
+  it('takes label and field selectors from flags or the environment', () => {
+    const c = parseConfig(['--credential-label-selector', 'harvester-machine.io/credential=true'], {
+      CREDENTIAL_FIELD_SELECTOR: 'type=provisioning.cattle.io/cloud-credential',
+    });
+    assert.equal(c.credentialLabelSelector, 'harvester-machine.io/credential=true');
+    assert.equal(c.credentialFieldSelector, 'type=provisioning.cattle.io/cloud-credential');
+    assert.equal(parseConfig([], {}).credentialLabelSelector, undefined);
+  });
+  it('accepts what the apiserver accepts', () => {
+    for (const s of ['a', '!a', 'a=b', 'a==b', 'a!=b', 'x.io/a in (b, c),d notin (e)', 'a=', 'team,x.io/y=z'])
+      assert.doesNotThrow(() => parseConfig(['--credential-label-selector', s], {}), s);
+    for (const s of ['type=Opaque', 'metadata.name!=cc-1,type==x'])
+      assert.doesNotThrow(() => parseConfig(['--credential-field-selector', s], {}), s);
+  });
+  it('refuses, naming the flag, a selector the apiserver would answer with 400 on every list', () => {
+    for (const [flag, s, why] of [
+      ['--credential-label-selector', 'a b', /is not a requirement/],
+      ['--credential-label-selector', 'a=,', /empty requirement/],
+      ['--credential-label-selector', 'Bad_Prefix/x=1', /prefix before "\/" is not a DNS subdomain/],
+      ['--credential-label-selector', `a=${'x'.repeat(64)}`, /is not a label value/],
+      ['--credential-field-selector', 'data.kubeconfig=x', /cannot select Secrets \(only metadata.name/],
+      ['--credential-field-selector', 'type', /is not a requirement/],
+    ] as const)
+      assert.throws(
+        () => parseConfig([flag, s], {}),
+        (err: Error) => {
+          assert.ok(err instanceof ConfigError);
+          assert.match(err.message, new RegExp(`^${flag}: `));
+          assert.match(err.message, why);
+          return true;
+        },
+      );
   });
 });

@@ -21,6 +21,7 @@ export const Reasons = {
   gateDeadline: 'CleanupGateDeadlineExceeded',
   credentialRejected: 'HarvesterCredentialRejected',
   credentialMissing: 'HarvesterCredentialMissing',
+  credentialInvalid: 'HarvesterCredentialInvalid',
   harvesterUnreachable: 'HarvesterUnreachable',
   vmAmbiguous: 'HarvesterVMAmbiguous',
   credentialExpired: 'HarvesterCredentialExpired',

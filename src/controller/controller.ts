@@ -2,6 +2,7 @@
 // credentials, clusters), the reconcilers, Events, metrics and the status ConfigMap.
 // Nothing is decided before every cache has synced: a Machine seen before its Cluster
 // would otherwise look orphaned and have its gate released.
+import v8 from 'node:v8';
 import { WorkQueue, type InformerEvent, type KubeClient } from '../kube/index.js';
 import type { KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
@@ -14,7 +15,7 @@ import { EventRecorder } from './events.js';
 import { HarvesterClients } from './harvester-access.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 import { MachineReconciler } from './machine-reconciler.js';
-import { controllerMetrics, type ControllerMetrics } from './metrics.js';
+import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 import { buildSummary, StatusWriter } from './status-report.js';
 import type { HarvesterMachine } from './types.js';
@@ -23,6 +24,8 @@ export type CleanupControllerConfig = Pick<
   ControllerConfig,
   | 'namespaces'
   | 'credentialNamespace'
+  | 'credentialLabelSelector'
+  | 'credentialFieldSelector'
   | 'hookName'
   | 'gateDeadlineMs'
   | 'probeIntervalMs'
@@ -60,7 +63,10 @@ export class CleanupController {
   constructor(private readonly options: CleanupControllerOptions) {
     const { client, config, logger } = options;
     this.metrics = options.metrics ?? controllerMetrics();
-    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger);
+    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger, {
+      labelSelector: config.credentialLabelSelector,
+      fieldSelector: config.credentialFieldSelector,
+    });
     const events = new EventRecorder(client, logger, config.identity);
     this.events = events;
     const queue = (
@@ -74,6 +80,7 @@ export class CleanupController {
         maxDelayMs: 30_000,
         logger: logger.child({ queue: name }),
         onError: () => this.metrics.reconcileErrors.inc({ queue: name }),
+        metrics: workQueueMetrics(this.metrics, name),
       });
     this.status = new StatusWriter(
       client,
@@ -223,9 +230,19 @@ export class CleanupController {
       machines: caches.machines.size,
       harvesterMachines: caches.harvesterMachines.size,
       credentials: caches.credentials.size,
-      heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1_048_576),
-      rssMb: Math.round(process.memoryUsage().rss / 1_048_576),
+      ...memoryFigures(),
     });
+  }
+
+  /**
+   * Stops acting at once (leadership lost): no queued or retried work starts any more and
+   * the status summary is not written again. What is in flight is left to the process
+   * exit that follows; stop() still releases everything.
+   */
+  halt(): void {
+    this.stopped = true;
+    for (const q of [this.machineQueue, this.credentialQueue, this.clusterQueue]) void q.stop();
+    void this.status.stop({ flush: false });
   }
 
   /** Resolves when no work is queued or running (tests, benchmarks). */
@@ -259,5 +276,19 @@ export class CleanupController {
     await this.events.drain();
     await this.status.stop();
     this.harvester.closeAll();
+  }
+}
+
+/**
+ * Heap and resident set in MiB for the log. Without /proc (a chroot, as Rancher's driver jail
+ * is) process.memoryUsage() throws, as libuv reads the RSS there: then the heap alone.
+ */
+function memoryFigures(): { heapUsedMb: number; rssMb?: number } {
+  const mb = (bytes: number): number => Math.round(bytes / 1_048_576);
+  try {
+    const usage = process.memoryUsage();
+    return { heapUsedMb: mb(usage.heapUsed), rssMb: mb(usage.rss) };
+  } catch {
+    return { heapUsedMb: mb(v8.getHeapStatistics().used_heap_size) };
   }
 }

@@ -6,8 +6,9 @@ import { formatDuration } from '../common/durations.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
 import type { SecretRef } from './credential-choice.js';
 
-export type CredentialState = 'valid' | 'expiring-soon' | 'expired' | 'rejected' | 'unknown';
-export type ProbeResult = 'ok' | 'rejected' | 'unreachable' | 'not-probed';
+export type CredentialState = 'valid' | 'expiring-soon' | 'expired' | 'rejected' | 'invalid' | 'unknown';
+/** 'invalid': the kubeconfig itself cannot be used, so nothing was sent. */
+export type ProbeResult = 'ok' | 'rejected' | 'invalid' | 'unreachable' | 'not-probed';
 
 export interface CredentialHealth {
   state: CredentialState;
@@ -23,12 +24,16 @@ export interface CredentialHealth {
 export function classifyCredential(input: {
   expiresAt: Date | undefined;
   probe: ProbeResult;
+  /** With probe 'invalid': what is wrong with the kubeconfig ("kubeconfig has no current-context"). */
+  problem?: string;
   now: Date;
   expiringSoonMs: number;
 }): CredentialHealth {
   const { expiresAt, probe, now } = input;
   const left = expiresAt ? expiresAt.getTime() - now.getTime() : undefined;
   const at = expiresAt ? { expiresAt } : {};
+  if (probe === 'invalid')
+    return { state: 'invalid', ...at, detail: `cannot be used: ${input.problem ?? 'unusable kubeconfig'}` };
   if (probe === 'rejected') {
     return left !== undefined && left <= 0
       ? { state: 'expired', ...at, detail: `expired at ${expiresAt?.toISOString()}; Harvester rejects it` }

@@ -22,6 +22,17 @@ describe('classifyCredential', () => {
       'valid',
     );
   });
+  it('says what is wrong with a kubeconfig that cannot be used, whatever the annotation says', () => {
+    const h = classifyCredential({
+      expiresAt: at(30 * DAY),
+      probe: 'invalid',
+      problem: 'kubeconfig has no current-context',
+      now,
+      expiringSoonMs: soon,
+    });
+    assert.equal(h.state, 'invalid');
+    assert.equal(h.detail, 'cannot be used: kubeconfig has no current-context');
+  });
   it('uses the annotation when the probe could not decide', () => {
     assert.equal(
       classifyCredential({ expiresAt: at(-1), probe: 'unreachable', now, expiringSoonMs: soon }).state,

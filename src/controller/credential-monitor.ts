@@ -2,6 +2,7 @@
 // Events on the credential and on everything that references it when it turns bad, and
 // per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
 import type { ReconcileResult } from '../kube/index.js';
+import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import {
@@ -22,7 +23,7 @@ import {
 } from './credential-health.js';
 import type { EventRecorder } from './events.js';
 import { probeCredential, type HarvesterClients } from './harvester-access.js';
-import type { ControllerMetrics } from './metrics.js';
+import { replaceAll, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 
 export interface CredentialRecord {
@@ -31,6 +32,8 @@ export interface CredentialRecord {
   health: CredentialHealth;
   /** The last probe's answer and when it was had; reused until the next probe is due. */
   probe: ProbeResult;
+  /** What is wrong with the kubeconfig, when the probe found it unusable. */
+  problem?: string;
   probedAt?: number;
   version: string;
 }
@@ -49,7 +52,7 @@ export interface MonitorDeps {
   now?: () => number;
 }
 
-const REPORTED: ReadonlySet<CredentialState> = new Set(['expired', 'rejected', 'expiring-soon']);
+const REPORTED: ReadonlySet<CredentialState> = new Set(['expired', 'rejected', 'invalid', 'expiring-soon']);
 
 export class CredentialMonitor {
   readonly records = new Map<string, CredentialRecord>();
@@ -98,12 +101,15 @@ export class CredentialMonitor {
       this.forceProbe.has(key);
     this.forceProbe.delete(key);
     // Between probes the expiry alone can move the state (valid → expiring soon → expired).
-    const probe = due ? await this.probe(secret) : previous.probe;
+    const { probe, problem } = due
+      ? await this.probe(secret)
+      : { probe: previous.probe, problem: previous.problem };
     const probedAt = due ? now : previous.probedAt;
     const expiresAt = expiryFromAnnotation(secret);
     const health = classifyCredential({
       expiresAt,
       probe,
+      ...(problem !== undefined ? { problem } : {}),
       now: new Date(now),
       expiringSoonMs: this.deps.expiringSoonMs,
     });
@@ -113,6 +119,7 @@ export class CredentialMonitor {
       ...(clusterId ? { harvesterClusterId: clusterId } : {}),
       health,
       probe,
+      ...(problem !== undefined ? { problem } : {}),
       probedAt,
       version,
     });
@@ -124,19 +131,25 @@ export class CredentialMonitor {
     return { requeueAfterMs: this.nextCheck(now, expiresAt) };
   }
 
+  /** Never throws: a kubeconfig that cannot be used is a state of the credential, not an error of the queue. */
   private async probe(
     secret: Parameters<HarvesterClients['forSecret']>[0],
-  ): Promise<'ok' | 'rejected' | 'unreachable'> {
-    const client = this.deps.harvester.forSecret(secret);
-    if (!client) return 'unreachable';
-    const { result, error } = await probeCredential(client);
-    if (error)
-      this.deps.logger.debug('credential probe', {
-        secret: `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`,
-        result,
-        error: error.message,
+  ): Promise<{ probe: ProbeResult; problem?: string }> {
+    const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
+    try {
+      const client = this.deps.harvester.forSecret(secret);
+      if (!client) return { probe: 'unreachable' };
+      const { result, error } = await probeCredential(client);
+      if (error) this.deps.logger.debug('credential probe', { secret: name, result, error: error.message });
+      return { probe: result === 'not-probed' ? 'unreachable' : result };
+    } catch (err) {
+      if (err instanceof KubeconfigError) return { probe: 'invalid', problem: err.message };
+      this.deps.logger.warn('credential probe failed', {
+        secret: name,
+        error: err instanceof Error ? err.message : String(err),
       });
-    return result === 'not-probed' ? 'unreachable' : result;
+      return { probe: 'unreachable' };
+    }
   }
 
   /** Next look: the probe interval, or the moment the credential expires or enters the warning window. */
@@ -165,14 +178,19 @@ export class CredentialMonitor {
         ? Reasons.credentialExpiringSoon
         : health.state === 'expired'
           ? Reasons.credentialExpired
-          : Reasons.credentialRejected;
+          : health.state === 'invalid'
+            ? Reasons.credentialInvalid
+            : Reasons.credentialRejected;
     const secret = this.deps.caches.credentials.get(key.split('/')[0] ?? '', name);
     if (!secret) return;
     const refs = collectReferences(
       this.deps.caches.provisioningClusters.list(),
       this.deps.caches.harvesterMachines.list(),
     ).flatMap((c) => c.references.filter((r) => formatSecretRef(r.credential) === key));
-    const renew = `renew it in Rancher (Cluster Management > Cloud Credentials > ${name} > Renew)`;
+    const renew =
+      health.state === 'invalid'
+        ? `fix its kubeconfig in Rancher (Cluster Management > Cloud Credentials > ${name} > Edit)`
+        : `renew it in Rancher (Cluster Management > Cloud Credentials > ${name} > Renew)`;
     const users = refs.length
       ? `; referenced by ${refs.map((r) => r.referrer).join(', ')}`
       : '; referenced by nothing this controller watches';
@@ -242,11 +260,16 @@ export class CredentialMonitor {
   private publish(): void {
     const { metrics } = this.deps;
     const counts = new Map<CredentialState, number>(
-      (['valid', 'expiring-soon', 'expired', 'rejected', 'unknown'] as const).map((s) => [s, 0]),
+      (['valid', 'expiring-soon', 'expired', 'rejected', 'invalid', 'unknown'] as const).map((s) => [s, 0]),
     );
     for (const r of this.records.values()) counts.set(r.health.state, (counts.get(r.health.state) ?? 0) + 1);
-    metrics.credentials.replaceAll([...counts].map(([state, n]) => [{ state }, n]));
-    metrics.credentialExpiry.replaceAll(
+    replaceAll(
+      metrics.credentials,
+      [...counts].map(([state, n]) => [{ state }, n]),
+    );
+    replaceAll(
+      metrics.credentialExpiry,
+
       [...this.records.values()]
         .filter((r) => r.health.expiresAt)
         .map((r) => [{ secret: r.secret }, Math.floor((r.health.expiresAt?.getTime() ?? 0) / 1000)]),

@@ -69,6 +69,8 @@ export type CleanupOutcome =
 export type FailureReason =
   | 'HarvesterCredentialRejected'
   | 'HarvesterCredentialMissing'
+  /** The credential's kubeconfig cannot be used at all (not YAML, no current context, ...). */
+  | 'HarvesterCredentialInvalid'
   | 'HarvesterUnreachable'
   | 'HarvesterVMAmbiguous'
   | 'HarvesterError';
@@ -76,6 +78,38 @@ export type FailureReason =
 export type AfterCleanup =
   | { action: 'release'; reason: string; warning: boolean }
   | { action: 'hold'; retryInMs: number; reason: FailureReason; message: string };
+
+/**
+ * When a failing cleanup must let go: `deadlineMs` after the Machine's deletionTimestamp
+ * (the server's clock, so a restarted controller keeps the same deadline), or after `now`
+ * when the timestamp cannot be read.
+ */
+export function gateDeadlineAt(
+  deletionTimestamp: string | undefined,
+  deadlineMs: number,
+  now: number,
+): number {
+  const since = Date.parse(deletionTimestamp ?? '');
+  return (Number.isNaN(since) ? now : since) + deadlineMs;
+}
+
+/**
+ * How long the next cleanup attempt may take, decided before it starts: until the deadline,
+ * so that no attempt (a Harvester that accepts connections and never answers, retries, a
+ * credential that throws) can hold the gate past it. Past the deadline, a Machine never
+ * tried by this process (a controller that was down) gets one short last attempt; one that
+ * already failed here is released without another.
+ */
+export function cleanupBudget(input: {
+  deadline: number;
+  now: number;
+  triedBefore: boolean;
+  lastChanceMs: number;
+}): { attempt: true; timeoutMs: number } | { attempt: false } {
+  const left = input.deadline - input.now;
+  if (left > 0) return { attempt: true, timeoutMs: left };
+  return input.triedBefore ? { attempt: false } : { attempt: true, timeoutMs: input.lastChanceMs };
+}
 
 /**
  * After a cleanup attempt: release on success; on failure hold the gate and retry, until
@@ -107,8 +141,7 @@ export function decideAfterCleanup(input: {
         warning: false,
       };
     case 'failed': {
-      const since = Date.parse(input.deletionTimestamp ?? '');
-      const deadline = (Number.isNaN(since) ? input.now : since) + input.deadlineMs;
+      const deadline = gateDeadlineAt(input.deletionTimestamp, input.deadlineMs, input.now);
       if (input.now >= deadline) {
         return {
           action: 'release',

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { DeletionScope } from './deletion-scope.js';
-import { decideAfterCleanup, decideGate, type InfraState } from './gate-decision.js';
+import {
+  cleanupBudget,
+  decideAfterCleanup,
+  decideGate,
+  gateDeadlineAt,
+  type InfraState,
+} from './gate-decision.js';
 
 const whole: DeletionScope = { kind: 'whole-cluster', because: 'x' };
 
@@ -106,5 +112,33 @@ describe('decideAfterCleanup', () => {
     });
     assert.equal(r.action, 'release');
     assert.equal(r.action === 'release' && r.warning, true);
+  });
+});
+
+describe('cleanupBudget', () => {
+  const deadline = gateDeadlineAt('2025-06-01T00:00:00Z', 60_000, 0);
+  it('gives an attempt the time left before the deadline, never more', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -60_000, max: 60_000 }), fc.boolean(), (offset, triedBefore) => {
+        const now = deadline + offset;
+        const b = cleanupBudget({ deadline, now, triedBefore, lastChanceMs: 5_000 });
+        if (now < deadline) return b.attempt && b.timeoutMs === deadline - now;
+        return triedBefore ? !b.attempt : b.attempt && b.timeoutMs === 5_000;
+      }),
+    );
+  });
+  it('past the deadline: one short last attempt for a machine never tried here, none after a failure', () => {
+    assert.deepEqual(cleanupBudget({ deadline, now: deadline, triedBefore: false, lastChanceMs: 5_000 }), {
+      attempt: true,
+      timeoutMs: 5_000,
+    });
+    assert.deepEqual(cleanupBudget({ deadline, now: deadline + 1, triedBefore: true, lastChanceMs: 5_000 }), {
+      attempt: false,
+    });
+  });
+  it('counts from the deletionTimestamp, or from now when it cannot be read', () => {
+    assert.equal(deadline, Date.parse('2025-06-01T00:01:00Z'));
+    assert.equal(gateDeadlineAt(undefined, 1_000, 5), 1_005);
+    assert.equal(gateDeadlineAt('not a time', 1_000, 5), 1_005);
   });
 });

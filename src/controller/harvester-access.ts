@@ -1,51 +1,78 @@
 // Talking to Harvester through a cloud credential: one client per credential Secret
 // version (a renewed credential gets a new client), the credential probe, and the VM
-// lookup + annotation. Secrets are registered for redaction when a client is made.
+// lookup + annotation. A version's secrets are registered for redaction when its client
+// is made and released when the version is replaced or the Secret deleted, so that a
+// controller running for months holds the live credentials' secrets only.
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import { KubeClient, KubeError } from '../kube/index.js';
-import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
+import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
-import { registerSecret } from '../log/redact.js';
+import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
 import { credentialKubeconfig } from '../rancher/cloud-credential.js';
 import type { CleanupOutcome } from './gate-decision.js';
 import type { ProbeResult } from './credential-health.js';
 import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
 import type { SecretObject, VirtualMachineObject } from './types.js';
 
+interface CredentialVersion {
+  version: string;
+  /** Undefined while it is being made, or when the content could not make one. */
+  client?: KubeClient;
+  secrets: SecretRegistration;
+}
+
 export class HarvesterClients {
-  private readonly clients = new Map<string, { version: string; client: KubeClient }>();
+  private readonly clients = new Map<string, CredentialVersion>();
 
   constructor(private readonly options: { requestTimeoutMs?: number } = {}) {}
 
-  /** The client for a credential Secret's current content; undefined when it holds no kubeconfig. */
+  /**
+   * The client for a credential Secret's current content; undefined when it holds no
+   * kubeconfig. Throws KubeconfigError, whose message names what is wrong and holds none of
+   * the content, when the kubeconfig cannot be used (not YAML, no current context, ...).
+   */
   forSecret(secret: SecretObject): KubeClient | undefined {
     const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
     const version = secret.metadata.resourceVersion ?? '';
     const known = this.clients.get(key);
-    if (known?.version === version) return known.client;
-    known?.client.close();
-    this.clients.delete(key);
+    if (known?.version === version && known.client) return known.client;
+    this.forget(key);
     const raw = credentialKubeconfig(secret);
     if (raw === undefined) return undefined;
-    registerSecret(raw);
-    const content = decodeBase64OrPlain(raw.trim());
-    const client = KubeClient.fromKubeconfig(content, {
-      requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
-      // The work queue retries with backoff; a cleanup attempt itself stays short.
-      retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+    // Kept even when the content makes no client: its secrets stay registered while it is current.
+    const entry: CredentialVersion = { version, secrets: new SecretRegistration() };
+    this.clients.set(key, entry);
+    entry.client = entry.secrets.collect(() => {
+      registerSecret(raw);
+      const content = decodeBase64OrPlain(raw.trim());
+      const problems = kubeconfigProblems(content);
+      if (problems.length > 0) throw new KubeconfigError(problems);
+      try {
+        return KubeClient.fromKubeconfig(content, {
+          requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
+          // The work queue retries with backoff; a cleanup attempt itself stays short.
+          retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+        });
+      } catch (err) {
+        // What the checks above let through (certificate data that does not parse, ...): the
+        // first line of client-node's message, redacted, and never the error itself as cause.
+        const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
+        throw new KubeconfigError([`cannot be loaded (${redact(reason)})`]);
+      }
     });
-    this.clients.set(key, { version, client });
-    return client;
+    return entry.client;
   }
 
+  /** The credential Secret is gone (or its version replaced): its client and secrets go. */
   forget(key: string): void {
-    this.clients.get(key)?.client.close();
+    const known = this.clients.get(key);
+    known?.client?.close();
+    known?.secrets.release();
     this.clients.delete(key);
   }
 
   closeAll(): void {
-    for (const { client } of this.clients.values()) client.close();
-    this.clients.clear();
+    for (const key of [...this.clients.keys()]) this.forget(key);
   }
 }
 

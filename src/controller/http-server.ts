@@ -6,7 +6,9 @@ export interface HealthSource {
   healthy(): boolean;
   /** Ready to serve: caches synced while leading, or standing by. */
   ready(): boolean;
-  metrics(): string;
+  metrics(): string | Promise<string>;
+  /** The exposition format's content type (default: Prometheus text 0.0.4). */
+  metricsContentType?: string;
 }
 
 export function parseBindAddress(text: string): { host: string; port: number } {
@@ -27,7 +29,16 @@ export async function startHttpServer(
       res.end(body);
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed\n');
-    if (path === '/metrics') return send(200, source.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
+    if (path === '/metrics') {
+      Promise.resolve()
+        .then(() => source.metrics())
+        .then(
+          (text) => send(200, text, source.metricsContentType ?? 'text/plain; version=0.0.4; charset=utf-8'),
+          (err: unknown) =>
+            send(500, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
+        );
+      return;
+    }
     if (path === '/healthz' || path === '/livez')
       return source.healthy() ? send(200, 'ok\n') : send(500, 'unhealthy\n');
     if (path === '/readyz') return source.ready() ? send(200, 'ok\n') : send(503, 'not ready\n');

@@ -14,7 +14,7 @@ describe('http server', () => {
     const s = await startHttpServer('127.0.0.1:0', {
       healthy: () => true,
       ready: () => ready,
-      metrics: () => 'm 1\n',
+      metrics: () => Promise.resolve('m 1\n'),
     });
     try {
       const get = async (p: string) => {

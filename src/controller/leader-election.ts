@@ -3,8 +3,16 @@
 // two replicas racing for the Lease cannot both win (the loser gets a Conflict). Another
 // holder's Lease is taken over only after it went unrenewed for leaseDuration as measured
 // on this replica's clock (never by comparing clocks across machines).
-import { KubeError, type KubeClient } from '../kube/index.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
+//
+// The leader's side of that contract is the renew deadline: a leader that has not renewed
+// for renewDeadline stops leading, whatever its requests are doing, so that it has stopped
+// before any standby can take over (leaseDuration > renewDeadline). Hence its own client
+// (not queued behind the controller's requests), one attempt per request and no retries,
+// each request bounded by the time left to the deadline, and a timer that steps down at
+// the deadline even while a request is still in flight.
+import { KubeClient, KubeError } from '../kube/index.js';
+import { describeOperation, Resources, resourcePath, type KubeObject } from '../kube/resources.js';
+import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import type { Logger } from '../log/logger.js';
 
 interface Lease extends KubeObject {
@@ -36,15 +44,33 @@ export class LeaderElector {
   private observed: { record: string; at: number } | undefined;
   private leading = false;
   private stopped = false;
+  /** Leadership was lost: an elector does not campaign again (the process exits and starts anew). */
+  private lost = false;
   private timer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private lastRenew = 0;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  private ownsClient = false;
 
   constructor(
     private readonly client: KubeClient,
     private readonly options: LeaderElectionOptions,
   ) {}
+
+  /**
+   * An elector with a client of its own for the kubeconfig: one attempt per request, no
+   * retries, so that a request never outlives the time it was given.
+   */
+  static forKubeconfig(loaded: LoadedKubeconfig, options: LeaderElectionOptions): LeaderElector {
+    const client = KubeClient.fromLoaded(loaded, {
+      requestTimeoutMs: options.renewDeadlineMs,
+      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+    });
+    const elector = new LeaderElector(client, options);
+    elector.ownsClient = true;
+    return elector;
+  }
 
   get isLeader(): boolean {
     return this.leading;
@@ -62,11 +88,13 @@ export class LeaderElector {
     await this.loop;
     if (this.leading) {
       this.leading = false;
+      clearTimeout(this.deadlineTimer);
       await this.release().catch((err: unknown) =>
         this.options.logger.warn('could not release the Lease', { error: String(err) }),
       );
       this.options.onStoppedLeading();
     }
+    if (this.ownsClient) this.client.close();
   }
 
   private now(): number {
@@ -74,19 +102,26 @@ export class LeaderElector {
   }
 
   private async run(): Promise<void> {
-    while (!this.stopped) {
+    while (!this.stopped && !this.lost) {
       let ok = false;
+      // A leader's attempt ends at its renew deadline; a candidate's within one renew deadline.
+      const deadline = this.leading
+        ? this.lastRenew + this.options.renewDeadlineMs
+        : this.now() + this.options.renewDeadlineMs;
+      const attemptStart = this.now();
       try {
-        ok = await this.tryAcquireOrRenew();
+        ok = await this.tryAcquireOrRenew(deadline);
       } catch (err) {
         this.options.logger.warn('Lease update failed', {
           lease: this.options.name,
           error: err instanceof Error ? err.message : String(err),
         });
       }
-      if (this.stopped) break;
+      if (this.stopped || this.lost) break;
       if (ok) {
-        this.lastRenew = this.now();
+        // The renewal counts from when it was sent: the server may have applied it any time after.
+        this.lastRenew = attemptStart;
+        this.armDeadline();
         if (!this.leading) {
           this.leading = true;
           this.options.logger.info('became leader', {
@@ -96,11 +131,8 @@ export class LeaderElector {
           this.options.onStartedLeading();
         }
       } else if (this.leading && this.now() - this.lastRenew >= this.options.renewDeadlineMs) {
-        this.leading = false;
-        this.options.logger.error('lost leadership: the Lease was not renewed in time', {
-          lease: this.options.name,
-        });
-        this.options.onStoppedLeading();
+        this.stepDown();
+        break;
       }
       await new Promise<void>((resolve) => {
         this.wake = resolve;
@@ -109,14 +141,60 @@ export class LeaderElector {
     }
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /** Steps down at the renew deadline unless a renewal comes first (it re-arms this timer). */
+  private armDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    const left = this.lastRenew + this.options.renewDeadlineMs - this.now();
+    this.deadlineTimer = setTimeout(() => this.stepDown(), Math.max(0, left));
+  }
+
+  private stepDown(): void {
+    if (!this.leading || this.lost) return;
+    this.leading = false;
+    this.lost = true;
+    clearTimeout(this.deadlineTimer);
+    this.options.logger.error('lost leadership: the Lease was not renewed within the renew deadline', {
+      lease: this.options.name,
+      renewDeadlineMs: this.options.renewDeadlineMs,
+      sinceLastRenewMs: this.now() - this.lastRenew,
+    });
+    this.wake?.();
+    this.options.onStoppedLeading();
+  }
+
+  /** One request to the Lease, given at most the time left to `deadline`. */
+  private request<T>(verb: 'get' | 'create' | 'update', deadline: number, body?: Lease): Promise<T> {
+    const { namespace, name } = this.options;
+    const at = verb === 'create' ? { namespace } : { namespace, name };
+    const left = deadline - this.now();
+    if (left <= 0)
+      return Promise.reject(
+        new KubeError(
+          'Timeout',
+          `${verb} lease`,
+          `${verb} lease ${namespace}/${name}: renew deadline passed`,
+        ),
+      );
+    return this.client.call<T>({
+      method: verb === 'get' ? 'GET' : verb === 'create' ? 'POST' : 'PUT',
+      path: resourcePath(Resources.lease, at),
+      ...(body ? { body } : {}),
+      operation: describeOperation(verb, Resources.lease, { namespace, name }),
+      timeoutMs: left,
+    });
+  }
+
+  private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
     const { namespace, name, identity } = this.options;
     const now = this.now();
     const durationSeconds = Math.ceil(this.options.leaseDurationMs / 1000);
-    const lease = await this.client.find<Lease>(Resources.lease, { namespace, name });
+    const lease = await this.request<Lease>('get', deadline).catch((err: unknown) => {
+      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
+      throw err;
+    });
     if (!lease) {
       try {
-        await this.client.create<Lease>(Resources.lease, {
+        await this.request<Lease>('create', deadline, {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: { name, namespace },
@@ -143,7 +221,7 @@ export class LeaderElector {
     if (heldByOther && this.observed.at + ttl > now) return false;
     const takingOver = holder !== identity;
     try {
-      await this.client.update<Lease>(Resources.lease, {
+      await this.request<Lease>('update', deadline, {
         ...lease,
         spec: {
           ...spec,

@@ -1,4 +1,4 @@
-// The load balancers of a guest cluster deleted as a whole (docs/decisions/0007): once every
+// The load balancers of a guest cluster deleted as a whole (docs/decisions/0011): once every
 // HarvesterMachine of the cluster is gone (Rancher's rm jobs removed the VMs) and no VM of
 // it is left on Harvester, the cluster's `workloadType: cluster` load balancers are deleted,
 // which releases the IP pool addresses they hold. Harvester v1.8.0 and later delete them
@@ -34,7 +34,7 @@ import type { EventRecorder } from './events.js';
 import type { FailureReason } from './gate-decision.js';
 import type { HarvesterClients } from './harvester-access.js';
 import { describeFailure } from './machine-cleanup.js';
-import type { Registry } from './metrics.js';
+import { Counter, type Registry } from 'prom-client';
 
 export const LbReasons = {
   deleted: 'HarvesterLoadBalancersDeleted',
@@ -50,18 +50,23 @@ const MAX_RETRY_MS = 60_000;
 
 export function loadBalancerMetrics(registry: Registry) {
   return {
-    results: registry.counter(
-      'harvester_machine_lb_cleanups_total',
-      'Load balancer cleanups of deleted guest clusters, by result (deleted, none-left, opted-out, refused, abandoned, unknown-location) and Harvester namespace.',
-    ),
-    deleted: registry.counter(
-      'harvester_machine_lb_deleted_total',
-      'Load balancers of deleted guest clusters deleted by this controller.',
-    ),
-    failures: registry.counter(
-      'harvester_machine_lb_cleanup_failures_total',
-      'Failed load balancer cleanup attempts, by reason.',
-    ),
+    results: new Counter({
+      name: 'harvester_machine_lb_cleanups_total',
+      help: 'Load balancer cleanups of deleted guest clusters, by result (deleted, none-left, opted-out, refused, abandoned, unknown-location) and Harvester namespace.',
+      labelNames: ['result', 'namespace'] as const,
+      registers: [registry],
+    }),
+    deleted: new Counter({
+      name: 'harvester_machine_lb_deleted_total',
+      help: 'Load balancers of deleted guest clusters deleted by this controller.',
+      registers: [registry],
+    }),
+    failures: new Counter({
+      name: 'harvester_machine_lb_cleanup_failures_total',
+      help: 'Failed load balancer cleanup attempts, by reason.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
   };
 }
 export type LoadBalancerMetrics = ReturnType<typeof loadBalancerMetrics>;
@@ -318,7 +323,7 @@ export class LoadBalancerCleanup {
         for (const lb of decision.loadBalancers) {
           if (await deleteLoadBalancer(client, lb)) deleted.push(describeLoadBalancer(lb));
         }
-        this.deps.metrics.deleted.inc({}, deleted.length);
+        this.deps.metrics.deleted.inc(deleted.length);
         this.deps.metrics.results.inc({ result: 'deleted', namespace });
         this.record(
           pending.subject,

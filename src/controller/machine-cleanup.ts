@@ -1,7 +1,12 @@
 // The cleanup itself, for one Machine of a cluster being deleted: choose the credential
 // (credential-choice.ts), reach Harvester with it, annotate the VM (harvester-access.ts),
 // falling back to other credentials of the same Harvester cluster when one is rejected.
+// attemptCleanup is what the reconciler calls: it never throws and never outlasts the
+// time it was given, so every attempt ends in an outcome the gate's deadline applies to.
+import { formatDuration } from '../common/durations.js';
 import { KubeError } from '../kube/index.js';
+import { KubeconfigError } from '../kube/kubeconfig-content.js';
+import { redact } from '../log/redact.js';
 import { expiryFromAnnotation, harvesterClusterId } from '../rancher/cloud-credential.js';
 import type { Cache } from './caches.js';
 import {
@@ -22,15 +27,49 @@ export interface CleanupDeps {
   now: number;
 }
 
-export async function cleanUpMachineVm(
+export interface CleanupInput {
+  machine: CapiMachine;
+  harvesterMachine: HarvesterMachine;
+  cluster: ProvisioningCluster | undefined;
+  clusterName: string;
+}
+
+/**
+ * One cleanup attempt that always settles within `timeoutMs` with an outcome: whatever is
+ * thrown becomes a failure with a reason, and an attempt still waiting on Harvester when
+ * the time is up is a failure too (its requests end by their own deadlines; an annotation
+ * that lands afterwards does no harm).
+ */
+export async function attemptCleanup(
   deps: CleanupDeps,
-  input: {
-    machine: CapiMachine;
-    harvesterMachine: HarvesterMachine;
-    cluster: ProvisioningCluster | undefined;
-    clusterName: string;
-  },
+  input: CleanupInput,
+  timeoutMs: number,
 ): Promise<CleanupOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<CleanupOutcome>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          kind: 'failed',
+          reason: 'HarvesterUnreachable',
+          message: `no answer from Harvester within ${formatDuration(timeoutMs)}, the time left before the gate's deadline`,
+        }),
+      Math.max(0, timeoutMs),
+    );
+  });
+  const attempt = cleanUpMachineVm(deps, input).catch((err: unknown): CleanupOutcome => ({
+    kind: 'failed',
+    reason: 'HarvesterError',
+    message: `cleanup failed: ${redact(err instanceof Error ? err.message : String(err))}`,
+  }));
+  try {
+    return await Promise.race([attempt, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): Promise<CleanupOutcome> {
   const { machine, harvesterMachine: hm, cluster, clusterName } = input;
   const pool = findMachinePool({
     cluster,
@@ -56,13 +95,13 @@ export async function cleanUpMachineVm(
   }
   const failures: Array<{ reason: FailureReason; message: string }> = [];
   for (const c of usable) {
-    const client = c.secret ? deps.harvester.forSecret(c.secret) : undefined;
     const label = `cloud credential ${c.ref.namespace}:${c.ref.name} (${c.source})`;
-    if (!client) {
-      failures.push({ reason: 'HarvesterCredentialMissing', message: `${label} holds no kubeconfig` });
-      continue;
-    }
     try {
+      const client = c.secret ? deps.harvester.forSecret(c.secret) : undefined;
+      if (!client) {
+        failures.push({ reason: 'HarvesterCredentialMissing', message: `${label} holds no kubeconfig` });
+        continue;
+      }
       return await annotateMachineVm(client, {
         vmNamespace: hm.spec?.vmNamespace || 'default',
         machineName: hm.metadata.name ?? '',
@@ -89,6 +128,11 @@ export function describeFailure(
   secret: SecretObject | undefined,
   now: number,
 ): { reason: FailureReason; message: string } {
+  if (err instanceof KubeconfigError)
+    return {
+      reason: 'HarvesterCredentialInvalid',
+      message: `${label} cannot be used: its ${err.message}. Fix the kubeconfig in Rancher (Cluster Management > Cloud Credentials > Edit), or point the cluster or pool at another credential`,
+    };
   if (!(err instanceof KubeError))
     return {
       reason: 'HarvesterError',

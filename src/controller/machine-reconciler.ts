@@ -3,6 +3,7 @@
 import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
+import { redact } from '../log/redact.js';
 import {
   CAPI_LABEL_CLUSTER_NAME,
   HARVESTER_MACHINE_GROUP,
@@ -10,12 +11,14 @@ import {
 } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
 import { CONDITION_CLEANUP, HOOK_OWNER, Reasons, hookAnnotation } from './constants.js';
-import { cleanUpMachineVm } from './machine-cleanup.js';
+import { attemptCleanup } from './machine-cleanup.js';
 import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
 import {
+  cleanupBudget,
   decideAfterCleanup,
   decideGate,
+  gateDeadlineAt,
   type CleanupOutcome,
   type FailureReason,
   type InfraState,
@@ -61,6 +64,8 @@ export function isHarvesterBacked(machine: CapiMachine): boolean {
 }
 
 const MAX_RETRY_MS = 60_000;
+/** A Machine first seen past its deadline (the controller was down) gets one attempt this long. */
+const LAST_CHANCE_MS = 10_000;
 
 export class MachineReconciler {
   /** Gates held by a failing cleanup: the status summary and the gatesHeld metric. */
@@ -68,6 +73,13 @@ export class MachineReconciler {
   private readonly attempts = new Map<string, number>();
   /** Machines being deleted whose cleanup already succeeded: later events of them need no Harvester call. */
   private readonly cleaned = new Set<string>();
+  /**
+   * A cleanup that succeeded but whose release has not yet: Cluster API writes the Machine's
+   * status as its deletion starts, so the release (conditional on the resourceVersion the
+   * decision was made on) often meets a Conflict; deciding again must not repeat the Harvester
+   * call, nor report our own annotation as found already there.
+   */
+  private readonly pendingRelease = new Map<string, { uid: string | undefined; outcome: CleanupOutcome }>();
   private readonly hook: string;
 
   constructor(private readonly deps: MachineReconcilerDeps) {
@@ -106,16 +118,53 @@ export class MachineReconciler {
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
 
-    const outcome = await cleanUpMachineVm(
-      {
-        credentials: caches.credentials,
-        harvester: this.deps.harvester,
-        onCredentialRejected: this.deps.onCredentialRejected,
-        now: this.now(),
-      },
-      { machine, harvesterMachine: hm, cluster: provisioningCluster, clusterName },
-    );
+    const outcome = await this.cleanupOutcome(key, machine, hm, provisioningCluster, clusterName);
     return this.settle(machine, key, hookPresent, outcome);
+  }
+
+  /** The outcome of this pass's cleanup of a Machine's VM. */
+  private async cleanupOutcome(
+    key: string,
+    machine: CapiMachine,
+    hm: NonNullable<ReturnType<RancherCaches['harvesterMachines']['get']>>,
+    provisioningCluster: ReturnType<RancherCaches['provisioningClusters']['get']>,
+    clusterName: string,
+  ): Promise<CleanupOutcome> {
+    const { caches } = this.deps;
+    // The deadline is fixed before any Harvester I/O, and the attempt cannot outlast it nor
+    // throw past it: whatever the credential holds and however Harvester behaves, the gate
+    // is released at the deadline (docs/decisions/0005-cleanup-gate.md). A successful cleanup
+    // whose release met a Conflict is reused, not done again.
+    const deadline = gateDeadlineAt(machine.metadata.deletionTimestamp, this.deps.gateDeadlineMs, this.now());
+    const previous = this.held.get(key);
+    const pending = this.pendingRelease.get(key);
+    const budget = cleanupBudget({
+      deadline,
+      now: this.now(),
+      triedBefore: previous !== undefined,
+      lastChanceMs: LAST_CHANCE_MS,
+    });
+    const outcome: CleanupOutcome =
+      pending && pending.uid === machine.metadata.uid
+        ? pending.outcome
+        : budget.attempt
+          ? await attemptCleanup(
+              {
+                credentials: caches.credentials,
+                harvester: this.deps.harvester,
+                onCredentialRejected: this.deps.onCredentialRejected,
+                now: this.now(),
+              },
+              { machine, harvesterMachine: hm, cluster: provisioningCluster, clusterName },
+              budget.timeoutMs,
+            )
+          : {
+              kind: 'failed',
+              reason: previous?.reason ?? 'HarvesterError',
+              message: previous?.message ?? '',
+            };
+    if (outcome.kind !== 'failed') this.pendingRelease.set(key, { uid: machine.metadata.uid, outcome });
+    return outcome;
   }
 
   /** After a cleanup attempt: release (success or deadline) or hold and retry. */
@@ -162,9 +211,11 @@ export class MachineReconciler {
     this.deps.metrics.cleanupFailures.inc({ reason: after.reason });
     const since = machine.metadata.deletionTimestamp ?? new Date(this.now()).toISOString();
     const releaseBy = new Date(Date.parse(since) + this.deps.gateDeadlineMs).toISOString();
-    this.held.set(key, { machine: key, reason: after.reason, message: after.message, since, releaseBy });
+    // The status ConfigMap shows it as it is: redacted here, once, like Events and logs.
+    const message = redact(after.message);
+    this.held.set(key, { machine: key, reason: after.reason, message, since, releaseBy });
     this.publishHeld();
-    const text = `${after.message}; the cleanup gate holds the removal of this machine and retries until ${releaseBy}`;
+    const text = `${message}; the cleanup gate holds the removal of this machine and retries until ${releaseBy}`;
     this.deps.events.record(Resources.capiMachine, machine, 'Warning', after.reason, text);
     await this.setCondition(machine, {
       type: CONDITION_CLEANUP,
@@ -178,6 +229,7 @@ export class MachineReconciler {
 
   private forget(key: string): void {
     this.attempts.delete(key);
+    this.pendingRelease.delete(key);
     if (this.held.delete(key)) this.publishHeld();
   }
 

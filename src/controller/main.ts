@@ -5,13 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { KubeClient } from '../kube/index.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import {
-  ConfigError,
-  HelpRequested,
-  inClusterKubeconfig,
-  parseConfig,
-  type ControllerConfig,
-} from './config.js';
+import { ConfigError, HelpRequested, parseConfig, type ControllerConfig } from './config.js';
+import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
@@ -24,16 +19,26 @@ export interface Running {
   shutdown: () => Promise<void>;
 }
 
+export interface RunHooks {
+  /**
+   * Ends the process after leadership was lost (default process.exit): the Deployment
+   * restarts it clean, and whatever it still had in flight dies with it. Tests record it.
+   */
+  exit?: (code: number) => void;
+}
+
 export async function run(
   config: ControllerConfig,
   logger: Logger,
   env: Record<string, string | undefined>,
+  hooks: RunHooks = {},
 ): Promise<Running> {
-  const kubeconfig = config.kubeconfigPath
-    ? fs.readFileSync(config.kubeconfigPath, 'utf8')
-    : inClusterKubeconfig(env);
-  const client = KubeClient.fromKubeconfig(kubeconfig);
-  const metrics = controllerMetrics();
+  const loaded = rancherKubeconfig(config, env);
+  const client = KubeClient.fromLoaded(loaded);
+  const exit = hooks.exit ?? ((code: number) => process.exit(code));
+  const metrics = controllerMetrics({ processMetrics: true });
+  const lease = { name: config.leaderElection.name };
+  metrics.leaderElection.set(lease, 0);
   let controller: CleanupController | undefined;
   let leading = false;
   let exiting = false;
@@ -41,6 +46,7 @@ export async function run(
   const startLeading = (): void => {
     leading = true;
     metrics.leader.set({}, 1);
+    metrics.leaderElection.set(lease, 1);
     controller = new CleanupController({ client, config, logger, metrics });
     controller.start().catch((err: unknown) => {
       logger.error('controller failed to start', { error: err instanceof Error ? err.message : String(err) });
@@ -48,20 +54,23 @@ export async function run(
       void shutdown();
     });
   };
+  // Its own client (leader-election.ts): Lease renewals never wait behind the controller's requests.
   const elector = config.leaderElection.enabled
-    ? new LeaderElector(client, {
+    ? LeaderElector.forKubeconfig(loaded, {
         ...config.leaderElection,
         identity: config.identity,
         logger,
         onStartedLeading: startLeading,
         onStoppedLeading: () => {
+          leading = false;
           metrics.leader.set({}, 0);
-          // Another replica may already act: stop at once and let the Deployment restart us.
-          if (!exiting) {
-            logger.error('leadership lost; exiting');
-            process.exitCode = 1;
-            void shutdown();
-          }
+          metrics.leaderElection.set(lease, 0);
+          if (exiting) return;
+          // Another replica may take over once the lease duration is up: stop acting now,
+          // then exit; a clean shutdown could wait on requests that no longer get answers.
+          controller?.halt();
+          logger.error('leadership lost; exiting');
+          exit(1);
         },
       })
     : undefined;
@@ -69,7 +78,8 @@ export async function run(
   const server = await startHttpServer(config.metricsBindAddress, {
     healthy: () => true,
     ready: () => (leading ? (controller?.ready ?? false) : true),
-    metrics: () => metrics.registry.render(),
+    metrics: () => metrics.registry.metrics(),
+    metricsContentType: metrics.registry.contentType,
   });
   logger.info('serving /metrics /healthz /readyz', { address: config.metricsBindAddress });
 

@@ -1,19 +1,12 @@
 // The `remove-hooks` command line: the controller's own flags and environment (the chart's
 // pre-delete Job passes the Deployment's), plus --hold. Prints one summary line on stdout;
 // exits 0 when no hook is left, 1 when removing failed, 2 on bad usage.
-import fs from 'node:fs';
 import os from 'node:os';
 import { KubeClient } from '../kube/index.js';
 import { createLogger } from '../log/logger.js';
-import {
-  ConfigError,
-  HelpRequested,
-  inClusterKubeconfig,
-  parseConfig,
-  parseDuration,
-  USAGE,
-} from './config.js';
+import { ConfigError, HelpRequested, parseConfig, parseDuration, USAGE } from './config.js';
 import { EventRecorder } from './events.js';
+import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { HOLDER_PREFIX, removeHooks } from './remove-hooks.js';
 
 export const REMOVE_HOOKS_COMMAND = 'remove-hooks';
@@ -75,10 +68,7 @@ export async function removeHooksCommand(
   });
   let client: KubeClient | undefined;
   try {
-    const kubeconfig = config.kubeconfigPath
-      ? fs.readFileSync(config.kubeconfigPath, 'utf8')
-      : inClusterKubeconfig(env);
-    client = KubeClient.fromKubeconfig(kubeconfig);
+    client = KubeClient.fromLoaded(rancherKubeconfig(config, env));
     const identity = `${HOLDER_PREFIX}${config.identity}`;
     const result = await removeHooks({
       client,

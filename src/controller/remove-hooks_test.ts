@@ -48,7 +48,7 @@ describe('remove-hooks', () => {
 
   it('refuses a bad --hold or an unknown flag with exit 2, naming it, before talking to any cluster', async () => {
     for (const [argv, pattern] of [
-      [['--hold', 'soon'], /^--hold: "soon" is not a duration/],
+      [['--hold', 'soon'], /^--hold: soon: expected a duration/],
       [['--hold'], /^--hold: a duration is required/],
       [['--no-such-flag'], /no-such-flag/],
     ] as const) {
@@ -79,7 +79,7 @@ describe('remove-hooks', () => {
     assert.equal(code, 1);
     assert.match(
       stderr.text(),
-      /KUBERNETES_SERVICE_HOST is unset\): pass --kubeconfig or RANCHER_KUBECONFIG/,
+      /not in a cluster \(KUBERNETES_SERVICE_HOST unset or no service-account token\): pass --kubeconfig or RANCHER_KUBECONFIG/,
     );
   });
 });

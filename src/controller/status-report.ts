@@ -142,11 +142,13 @@ export class StatusWriter {
     }
   }
 
-  async stop(): Promise<void> {
+  /** Writes what is pending unless told not to (a replica that lost its leadership writes nothing more). */
+  async stop(options: { flush?: boolean } = {}): Promise<void> {
+    const flush = !this.stopped && options.flush !== false;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.writing;
-    await this.flush();
+    if (flush) await this.flush();
   }
 }

@@ -3,5 +3,5 @@
 // reported (config/problems.ts).
 export * from './config/driver-config.js';
 export { configFromFlags } from './config/from-flags.js';
-export { configProblems, identityProblems } from './config/checks.js';
+export { configProblems, configWarnings, identityProblems } from './config/checks.js';
 export { ConfigError, type ConfigProblem } from './config/problems.js';

@@ -5,6 +5,7 @@ import {
   ConfigError,
   configFromFlags,
   configProblems,
+  configWarnings,
   newDriverConfig,
   type DriverConfig,
 } from './config.js';
@@ -101,7 +102,6 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
   ['disk-info size negative', { 'disk-info': disk({ size: -1 }) }, 'disk-info'],
   ['disk-info size a string', { 'disk-info': disk({ size: '10' }) }, 'disk-info'],
   ['disk-info bus unknown', { 'disk-info': disk({ bus: 'ide' }) }, 'disk-info'],
-  ['disk-info type unknown', { 'disk-info': disk({ type: 'floppy' }) }, 'disk-info'],
   ['disk-info virtio cd-rom', { 'disk-info': disk({ type: 'cd-rom', bus: 'virtio' }) }, 'disk-info'],
   ['disk-info bootOrder negative', { 'disk-info': disk({ bootOrder: -1 }) }, 'disk-info'],
   [
@@ -118,13 +118,10 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
   ],
   ['disk-info hotPlugAble not a bool', { 'disk-info': disk({ hotPlugAble: 'yes' }) }, 'disk-info'],
   ['disk-info image with two slashes', { 'disk-info': disk({ imageName: 'a/b/c' }) }, 'disk-info'],
-  ['ssh user empty', { 'ssh-user': '' }, 'ssh-user'],
-  ['ssh user with space', { 'ssh-user': 'my user' }, 'ssh-user'],
-  ['ssh port zero', { 'ssh-port': 0 }, 'ssh-port'],
-  ['ssh port too large', { 'ssh-port': 70000 }, 'ssh-port'],
+  ['ssh user not a string', { 'ssh-user': 3 }, 'ssh-user'],
   ['ssh port not a number', { 'ssh-port': 'ssh' }, 'ssh-port'],
+  ['network type not a string', { 'network-type': 5 }, 'network-type'],
   ['key pair without private key', { 'key-pair-name': 'mykey' }, 'ssh-private-key-path'],
-  ['network type unknown', { 'network-type': 'sriov' }, 'network-type'],
   ['network name missing (legacy)', { 'network-name': '' }, 'network-name'],
   ['network name with two slashes', { 'network-name': 'a/b/c' }, 'network-name'],
   ['network model unknown', { 'network-model': 'rtl9999' }, 'network-model'],
@@ -134,6 +131,16 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
   ['network-info bad MAC', { 'network-info': nic({ macAddress: '52:54:00:zz:00:01' }) }, 'network-info'],
   ['network-info bad model', { 'network-info': nic({ model: 'bogus' }) }, 'network-info'],
   ['network-info bad type', { 'network-info': nic({ type: 'sriov' }) }, 'network-info'],
+  [
+    'network-info masquerade on a Multus network',
+    { 'network-info': nic({ type: 'masquerade' }) },
+    'network-info',
+  ],
+  [
+    'network-info 8-byte MAC',
+    { 'network-info': nic({ macAddress: '02:00:5e:10:00:00:00:01' }) },
+    'network-info',
+  ],
   ['network-info field of wrong type', { 'network-info': nic({ macAddress: 5 }) }, 'network-info'],
   ['user data not YAML', { 'user-data': 'runcmd: [unclosed' }, 'user-data'],
   ['user data a list', { 'user-data': '- a\n- b\n' }, 'user-data'],
@@ -177,13 +184,53 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
   ['affinity not JSON', { 'vm-affinity': '{"podAffinity":' }, 'vm-affinity'],
   ['affinity a list', { 'vm-affinity': '[]' }, 'vm-affinity'],
   ['affinity base64 with a list inside', { 'vm-affinity': b64('{"podAffinity":[]}') }, 'vm-affinity'],
+  [
+    'affinity weight of the wrong type, deep inside',
+    {
+      'vm-affinity':
+        '{"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":"high"}]}}',
+    },
+    'vm-affinity',
+  ],
+  [
+    'affinity weight 0 (the pod would be refused)',
+    {
+      'vm-affinity':
+        '{"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":0,"podAffinityTerm":{"topologyKey":"zone"}}]}}',
+    },
+    'vm-affinity',
+  ],
+  [
+    'affinity term without topologyKey',
+    {
+      'vm-affinity':
+        '{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{}}]}}',
+    },
+    'vm-affinity',
+  ],
+  [
+    'affinity unknown operator',
+    {
+      'vm-affinity':
+        '{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"Equals","values":["a"]}]}]}}}',
+    },
+    'vm-affinity',
+  ],
   ['secure boot without EFI', { 'enable-secure-boot': true }, 'enable-secure-boot'],
   ['efi not a bool', { 'enable-efi': 'maybe' }, 'enable-efi'],
   ['vgpu-info not JSON', { 'vgpu-info': '{vGPU' }, 'vgpu-info'],
   ['vgpu-info list not a list', { 'vgpu-info': '{"vGPURequests":"x"}' }, 'vgpu-info'],
   [
-    'vgpu-info entry without names',
+    'vgpu-info entry without a device',
     { 'vgpu-info': '{"vGPURequests":[{"name":"","deviceName":""}]}' },
+    'vgpu-info',
+  ],
+  [
+    'vgpu-info one name twice (equal libvirt aliases)',
+    {
+      'vgpu-info':
+        '{"vGPURequests":[{"name":"gpu","deviceName":"nvidia.com/A2-1Q"},{"name":"gpu","deviceName":"nvidia.com/A2-2Q"}]}',
+    },
     'vgpu-info',
   ],
   ['cpu pinning not a bool', { 'cpu-pinning': 'sure' }, 'cpu-pinning'],
@@ -193,7 +240,6 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
     'isolate-emulator-thread',
   ],
   ['tpm not a bool', { 'enable-tpm': 'sure' }, 'enable-tpm'],
-  ['reserved memory below -1', { 'reserved-memory-size': -7 }, 'reserved-memory-size'],
   ['reserved memory ≥ memory', { 'reserved-memory-size': 4096 }, 'reserved-memory-size'],
   ['reserved memory not a number', { 'reserved-memory-size': '1G' }, 'reserved-memory-size'],
   ['cpu model with spaces', { 'cpu-model': 'Intel Xeon' }, 'cpu-model'],
@@ -232,11 +278,11 @@ describe('configFromFlags: malformed values', () => {
       'cpu-count': 0,
       'disk-bus': 'ide',
       'network-model': 'x',
-      'ssh-port': 0,
+      'cpu-model': 'a b',
       'vm-affinity': '[',
     });
     const flags = new Set(err.problems.map((p) => p.flag));
-    for (const f of ['cpu-count', 'disk-bus', 'network-model', 'ssh-port', 'vm-affinity']) {
+    for (const f of ['cpu-count', 'disk-bus', 'network-model', 'cpu-model', 'vm-affinity']) {
       assert.ok(flags.has(`--harvester-${f}`), `missing ${f} in ${err.message}`);
     }
     assert.match(err.message, /^invalid machine configuration \(5 problems\):\n/);
@@ -269,6 +315,160 @@ describe('configFromFlags: malformed values', () => {
     ]) {
       assert.ok(!err.message.includes(secret), `error message leaks ${secret}: ${err.message}`);
     }
+  });
+});
+
+describe('configFromFlags: oversized values', () => {
+  const MiB = 1024 * 1024;
+  const cloudConfig = (bytes: number): string => '#cloud-config\n' + '#'.repeat(bytes - 15) + '\n';
+
+  for (const flag of ['user-data', 'network-data', 'kubeconfig-content', 'vm-affinity']) {
+    it(`a 6 MiB base64 --harvester-${flag} is one problem naming the flag and the limit`, () => {
+      const err = problemsOf({ [flag]: b64(cloudConfig(4.5 * MiB)) });
+      const named = err.problems.filter((p) => p.flag === `--harvester-${flag}`);
+      assert.equal(named.length, 1, err.message);
+      assert.equal(
+        named[0]?.message,
+        `--harvester-${flag}: is 6.0 MiB; at most 2 MiB is accepted (more than any Kubernetes object can hold)`,
+      );
+    });
+  }
+
+  it('a 200 KiB value of a short flag is refused, naming the flag and the limit', () => {
+    const err = problemsOf({ 'ssh-user': 'u'.repeat(200 * 1024) });
+    assert.deepEqual(
+      err.problems.map((p) => p.message),
+      [
+        '--harvester-ssh-user: is 200 KiB; at most 128 KiB is accepted (the most Linux passes as one argument)',
+      ],
+    );
+  });
+
+  it('accepts large values an operator may really give: 1.3 MiB of base64 user data, 100 KiB disk info', () => {
+    const userData = cloudConfig(MiB - 64);
+    const cfg = build({ 'user-data': b64(userData).replace(/(.{76})/g, '$1\n') });
+    assert.equal(cfg.UserData, userData);
+  });
+
+  it('user data and network data that cannot fit the cloud-init Secret together are refused', () => {
+    const networkData = 'version: 2\nethernets: {eth0: {dhcp4: true}}\n#' + '#'.repeat(0.5 * MiB) + '\n';
+    const err = problemsOf({
+      'user-data': cloudConfig(0.75 * MiB),
+      'network-data': networkData,
+      'vm-affinity': '[',
+    });
+    assert.deepEqual(
+      err.problems.map((p) => p.message),
+      [
+        '--harvester-user-data: with --harvester-network-data is 1.3 MiB; the cloud-init Secret holds at most 1 MiB',
+        '--harvester-vm-affinity: is not valid JSON (Unexpected end of JSON input) (expected a Kubernetes affinity like {"podAntiAffinity":{…}}, plain or base64)',
+      ],
+    );
+  });
+});
+
+// Values the Go driver accepts and Harvester runs: ours must accept them too.
+// [what, flag overrides, what the config then holds]
+const ACCEPTED_AS_GO: Array<[string, Record<string, FlagValue>, (cfg: DriverConfig) => void]> = [
+  [
+    "the Go driver's own vGPU test input: names left empty",
+    {
+      'vgpu-info':
+        '{"vGPURequests":[{"name":"","deviceName":"nvidia.com/NVIDIA_A2-2Q"},{"name":"","deviceName":"nvidia.com/NVIDIA_A2-1Q"}]}',
+    },
+    (cfg) =>
+      assert.deepEqual(cfg.VGPUInfo?.vGPURequests, [
+        { name: '', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+        { name: '', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+      ]),
+  ],
+  [
+    'JSON keys in another case (Go matches fields case-insensitively)',
+    {
+      'disk-info': '{"Disks":[{"ImageName":"img","SIZE":10,"bootorder":1}]}',
+      'network-info': '{"INTERFACES":[{"NetworkName":"vlan1","MACAddress":"52:54:00:12:34:56"}]}',
+      'vgpu-info': '{"vgpurequests":[{"Name":"g","DeviceName":"nvidia.com/A2-1Q"}]}',
+    },
+    (cfg) => {
+      assert.deepEqual(cfg.DiskInfo?.disks[0], {
+        imageName: 'img',
+        storageClassName: '',
+        size: 10,
+        bootOrder: 1,
+        bus: '',
+        type: '',
+        hotPlugAble: false,
+      });
+      assert.equal(cfg.NetworkInfo?.interfaces[0]?.macAddress, '52:54:00:12:34:56');
+      assert.deepEqual(cfg.VGPUInfo?.vGPURequests, [{ name: 'g', deviceName: 'nvidia.com/A2-1Q' }]);
+    },
+  ],
+  [
+    'a MAC address in dotted form (Go net.ParseMAC, which KubeVirt uses)',
+    { 'network-info': nic({ macAddress: '5254.0012.3456' }) },
+    (cfg) => assert.equal(cfg.NetworkInfo?.interfaces[0]?.macAddress, '5254.0012.3456'),
+  ],
+  [
+    'a disk type other than disk and cd-rom: a disk',
+    { 'disk-info': disk({ type: 'lun' }) },
+    (cfg) => assert.equal(cfg.DiskInfo?.disks[0]?.type, 'lun'),
+  ],
+  [
+    'an affinity of null: the default',
+    { 'vm-affinity': 'null' },
+    (cfg) => assert.equal(cfg.VMAffinity, 'null'),
+  ],
+  [
+    'an affinity with keys in another case and unknown keys',
+    {
+      'vm-affinity':
+        '{"PodAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"TopologyKey":"zone","x":1}]}}',
+    },
+    (cfg) => assert.match(cfg.VMAffinity, /PodAntiAffinity/),
+  ],
+  [
+    'reserved memory below -1: none, as Go',
+    { 'reserved-memory-size': -7 },
+    (cfg) => assert.equal(cfg.ReservedMemorySize, ''),
+  ],
+  ['ssh port 0 (SSH uses 22)', { 'ssh-port': 0 }, (cfg) => assert.equal(cfg.SSHPort, 0)],
+  [
+    'ssh port beyond 65535 (only SSH would fail)',
+    { 'ssh-port': 70000 },
+    (cfg) => assert.equal(cfg.SSHPort, 70000),
+  ],
+  ['ssh user empty (SSH uses root)', { 'ssh-user': '' }, (cfg) => assert.equal(cfg.SSHUser, '')],
+  ['ssh user with a space', { 'ssh-user': 'my user' }, (cfg) => assert.equal(cfg.SSHUser, 'my user')],
+  [
+    'network type of any value (never used)',
+    { 'network-type': 'sriov' },
+    (cfg) => assert.equal(cfg.NetworkType, 'sriov'),
+  ],
+];
+
+describe('configFromFlags: values the Go driver accepts and Harvester runs', () => {
+  for (const [what, overrides, check] of ACCEPTED_AS_GO) {
+    it(what, () => {
+      const needsNoLegacy: Record<string, FlagValue> =
+        'disk-info' in overrides ? { 'image-name': '', 'disk-size': 0 } : {};
+      check(build({ ...needsNoLegacy, ...overrides }));
+    });
+  }
+
+  it('warns at create about what will not work as probably meant, naming the flag', () => {
+    const warnings = configWarnings(
+      build({
+        'ssh-port': 70000,
+        'ssh-user': 'my user',
+        'disk-info': disk({ type: 'lun' }),
+        'image-name': '',
+      }),
+    );
+    assert.deepEqual(
+      warnings.map((w) => w.split(':')[0]),
+      ['--harvester-ssh-port', '--harvester-ssh-user', '--harvester-disk-info'],
+    );
+    assert.deepEqual(configWarnings(build()), []);
   });
 });
 
@@ -329,7 +529,7 @@ describe('configFromFlags: what the Go driver saves', () => {
       'disk-info':
         '{"disks":[{"imageName":"default/image-abc12","size":40,"bootOrder":1},{"storageClassName":"longhorn","size":100,"hotPlugAble":true}]}',
       'network-info':
-        '{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2","macAddress":"52:54:00:12:34:56","type":"masquerade"}]}',
+        '{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2","macAddress":"52:54:00:12:34:56","type":"bridge"}]}',
       'vgpu-info': '{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/GRID_A100-1B"}]}',
       'image-name': '',
       'network-name': '',
@@ -362,7 +562,7 @@ describe('configFromFlags: what the Go driver saves', () => {
       networkName: 'default/vlan2',
       macAddress: '52:54:00:12:34:56',
       model: '',
-      type: 'masquerade',
+      type: 'bridge',
     });
     assert.deepEqual(cfg.VGPUInfo, {
       vGPURequests: [{ name: 'gpu1', deviceName: 'nvidia.com/GRID_A100-1B' }],

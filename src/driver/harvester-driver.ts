@@ -1,8 +1,8 @@
 // The Harvester node driver: rancher-machine's RPCServerDriver surface over the pure
 // decisions (src/harvester) and the lifecycle operations (./operations). Config is the
 // Go driver's JSON; the kubeconfig in use is always the freshest one handed to us.
+import os from 'node:os';
 import path from 'node:path';
-import fs from 'node:fs';
 import { createLogger, type Logger } from '../log/logger.js';
 import {
   ConfigError,
@@ -34,7 +34,8 @@ import type { RemovalPlan } from '../harvester/removal-plan.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
 import type { ObjectMeta } from '../harvester/types.js';
 import { KubeError } from '../kube/errors.js';
-import type { KubeClientOptions } from '../kube/client.js';
+import { KubeClient, type KubeClientOptions } from '../kube/client.js';
+import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 
 export const DRIVER_NAME = 'harvester';
 
@@ -45,6 +46,8 @@ export interface HarvesterDriverOptions {
   env?: Readonly<Record<string, string | undefined>>;
   logger?: Logger;
   progress?: (event: ProgressEvent) => void;
+  /** How often a wait without news logs a "Still waiting" line (default 15 s; tests shorten it). */
+  progressIntervalMs?: number;
   /** Client tuning (request deadline, retries, request counting). */
   clientOptions?: KubeClientOptions;
 }
@@ -222,34 +225,50 @@ export class HarvesterDriver implements MachineDriver {
   }
 
   private harvesterApi(): HarvesterApi {
-    const content = this.kubeconfigContent();
+    const loaded = this.kubeconfig();
+    const content = loaded.content ?? loaded.source;
     if (!this.api || this.apiKubeconfig !== content) {
       // A saved config.json skipped the flag checks: say which setting is broken rather than
       // let the client's loader fail with "the kubeconfig has no current cluster".
       const flag = cliName(FLAGS.kubeconfigContent);
-      const problems = kubeconfigProblems(content);
+      const problems = loaded.content ? kubeconfigProblems(loaded.content) : [];
       if (problems.length > 0) {
         throw new ConfigError(problems.map((p) => ({ flag, message: `${flag}: the kubeconfig ${p}` })));
       }
       this.api?.close();
-      this.api = HarvesterApi.fromKubeconfig(content, this.source, this.options.clientOptions);
+      this.api =
+        'kubeConfig' in loaded && loaded.content === undefined
+          ? new HarvesterApi(KubeClient.fromLoaded(loaded, this.options.clientOptions), this.source)
+          : HarvesterApi.fromKubeconfig(content, this.source, this.options.clientOptions);
       this.apiKubeconfig = content;
     }
     return this.api;
   }
 
-  /** The Go driver falls back to $KUBECONFIG when no kubeconfig content is configured. */
-  private kubeconfigContent(): string {
-    if (this.config.KubeConfigContent) return this.config.KubeConfigContent;
-    const file = this.env['KUBECONFIG'];
-    if (file) return fs.readFileSync(file, 'utf8');
-    throw new ConfigError([
-      {
-        flag: '--harvester-kubeconfig-content',
-        message:
-          '--harvester-kubeconfig-content: no kubeconfig for the Harvester cluster (set the flag, HARVESTER_KUBECONFIG_CONTENT or KUBECONFIG)',
-      },
-    ]);
+  /**
+   * The configured kubeconfig content; without one, the Go driver's fallback: client-go's
+   * loading rules ($KUBECONFIG, ~/.kube/config, then k3s's files as its loader adds them), and
+   * with no file at all the pod's service account.
+   */
+  private kubeconfig(): LoadedKubeconfig | { content: string; source: string } {
+    if (this.config.KubeConfigContent) return { content: this.config.KubeConfigContent, source: 'content' };
+    const home = this.env['HOME'] ?? os.homedir();
+    try {
+      return loadKubeconfig({
+        env: this.env,
+        home,
+        extraFiles: [path.join(home, '.kube', 'k3s.yaml'), '/etc/rancher/k3s/k3s.yaml'],
+        inCluster: 'fallback',
+      });
+    } catch (err) {
+      if (!(err instanceof KubeconfigLoadError)) throw err;
+      throw new ConfigError([
+        {
+          flag: '--harvester-kubeconfig-content',
+          message: `--harvester-kubeconfig-content: no kubeconfig for the Harvester cluster (set the flag, HARVESTER_KUBECONFIG_CONTENT or KUBECONFIG): ${err.message}`,
+        },
+      ]);
+    }
   }
 
   private async run<T>(operation: (ctx: OperationContext) => Promise<T>): Promise<T> {
@@ -263,6 +282,9 @@ export class HarvesterDriver implements MachineDriver {
       log: this.log,
       sshKeyPath: this.getSSHKeyPath(),
       ...(this.options.progress ? { progress: this.options.progress } : {}),
+      ...(this.options.progressIntervalMs !== undefined
+        ? { progressIntervalMs: this.options.progressIntervalMs }
+        : {}),
     };
     return operation(ctx);
   }

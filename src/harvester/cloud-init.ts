@@ -41,7 +41,10 @@ export class CloudInitError extends Error {
   }
 }
 
-const YAML_OPTIONS = { version: '1.1' } as const;
+// Duplicate keys are allowed, the last one winning, as in the Go driver's parser (yaml.v2,
+// not strict) and in cloud-init's (PyYAML). Integers stay exact however large (PyYAML's are;
+// the Go driver's JSON round trip turns big ones into floats).
+const YAML_OPTIONS = { version: '1.1', uniqueKeys: false, intAsBigInt: true } as const;
 // Block lists at the key's indentation, no line folding: the layout of the Go driver's output.
 const TO_STRING = { indentSeq: false, lineWidth: 0 } as const;
 
@@ -58,6 +61,19 @@ function parseCloudConfigMap(text: string, what: string): YAMLMap {
       return target ? (target.clone() as Node) : undefined;
     },
   });
+  // A mapping or list as a key is what an unquoted Jinja expression parses to; merged, it
+  // would come out as YAML that is no longer the template (the Go driver's merge fails on it).
+  visit(doc, {
+    Pair: (_key, pair) => {
+      if (isMap(pair.key) || isSeq(pair.key)) {
+        throw new CloudInitError(
+          what,
+          "has a mapping or a list as a key (an unquoted Jinja {{ … }}?); quote the expression, e.g. hostname: '{{ ds.meta_data.local_hostname }}'",
+        );
+      }
+    },
+  });
+  visit(doc, { Map: (_key, map) => void collapseDuplicateKeys(map) });
   visit(doc, {
     Node: (_key, node) => {
       node.anchor = undefined;
@@ -69,6 +85,21 @@ function parseCloudConfigMap(text: string, what: string): YAMLMap {
   if (contents === null || (isScalar(contents) && contents.value === null)) return new YAMLMap();
   if (!isMap(contents)) throw new CloudInitError(what, 'must be a YAML mapping (a #cloud-config document)');
   return contents;
+}
+
+/** One pair per key: the first one's place, the last one's value. */
+function collapseDuplicateKeys(map: YAMLMap): void {
+  const first = new Map<string, Pair>();
+  map.items = map.items.filter((pair) => {
+    const key = keyOf(pair.key);
+    const earlier = first.get(key);
+    if (!earlier) {
+      first.set(key, pair);
+      return true;
+    }
+    earlier.value = pair.value;
+    return false;
+  });
 }
 
 /** Why text is not usable cloud-config user data, as a phrase after the flag name; undefined when it is. */
@@ -87,7 +118,13 @@ const keyOf = (key: unknown): string => String(isScalar(key) ? key.value : isNod
 function isEmpty(node: unknown): boolean {
   if (node === null || node === undefined) return true;
   if (isScalar(node))
-    return node.value === null || node.value === '' || node.value === 0 || node.value === false;
+    return (
+      node.value === null ||
+      node.value === '' ||
+      node.value === 0 ||
+      node.value === 0n ||
+      node.value === false
+    );
   if (isMap(node) || isSeq(node)) return node.items.length === 0;
   return false;
 }
@@ -137,9 +174,11 @@ export interface UserDataInputs {
 
 function baseCloudConfig(inputs: UserDataInputs): Record<string, unknown> {
   const base: Record<string, unknown> = {};
+  // The Go driver writes the user into a YAML template: an empty one reads as null.
+  const user = inputs.sshUser === '' ? null : inputs.sshUser;
   if (inputs.sshPassword !== '') {
     Object.assign(base, {
-      user: inputs.sshUser,
+      user,
       password: inputs.sshPassword,
       chpasswd: { expire: false },
       ssh_pwauth: true,
@@ -151,7 +190,7 @@ function baseCloudConfig(inputs: UserDataInputs): Record<string, unknown> {
       base['groups'] = ['docker'];
       base['users'] = [
         {
-          name: inputs.sshUser,
+          name: user,
           sudo: 'ALL=(ALL) NOPASSWD:ALL',
           groups: 'sudo, docker',
           shell: '/bin/bash',

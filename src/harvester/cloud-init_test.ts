@@ -123,6 +123,31 @@ describe('assembleUserData: merge rules', () => {
     assert.match(text, /- \[ sh, -c, 'echo "a: b"' \]\n/);
   });
 
+  it('takes what the Go driver takes: duplicate keys (the last wins), big integers (exact), an empty user (null)', () => {
+    const text = userData({
+      userData: '#cloud-config\nhostname: a\nbig: 100000000000000000000000\nhostname: b\n',
+    });
+    assert.match(text, /^hostname: b$/m);
+    assert.doesNotMatch(text, /^hostname: a$/m);
+    assert.match(text, /^big: 100000000000000000000000$/m);
+    assert.equal(cloudConfigProblem('a: 1\na: 2\n'), undefined);
+    assert.deepEqual(body(userData({ sshUser: '', sshPassword: 'pw' })), {
+      user: null,
+      password: 'pw',
+      chpasswd: { expire: false },
+      ssh_pwauth: true,
+    });
+  });
+
+  it('refuses an unquoted Jinja expression (it parses as a mapping key), as the Go merge does; a quoted one works', () => {
+    const jinja = '## template: jinja\n#cloud-config\nhostname: {{ ds.meta_data.local_hostname }}\n';
+    assert.match(cloudConfigProblem(jinja) ?? '', /unquoted Jinja/);
+    const quoted = userData({
+      userData: "## template: jinja\n#cloud-config\nhostname: '{{ ds.meta_data.local_hostname }}'\n",
+    });
+    assert.match(quoted, /^hostname: "?'?\{\{ ds\.meta_data\.local_hostname \}\}'?"?$/m);
+  });
+
   it('expands anchors and aliases, drops comments', () => {
     const text = userData({
       userData: '# mine\nbase: &b {x: 1}\ncopy: *b # same\n',

@@ -1,21 +1,31 @@
 // The JSON values of --harvester-disk-info, --harvester-network-info and
-// --harvester-vgpu-info: parsing with Go's json.Unmarshal shape (missing keys are zero
-// values, unknown keys ignored, a wrong type is an error), then the checks the Go driver
-// leaves to KubeVirt's admission webhook or never makes. Problems are phrases that follow
-// the flag name; they quote no value that could be a secret (these values hold none).
+// --harvester-vgpu-info: parsing with Go's json.Unmarshal rules (keys match fields
+// case-insensitively, missing keys are zero values, unknown keys ignored, a wrong type is an
+// error), then the checks the Go driver leaves to KubeVirt, libvirt or the scheduler, which
+// refuse such a VM only after it was created. Each says why the VM would fail with the Go
+// driver too. Problems are phrases that follow the flag name; they quote no value that could
+// be a secret (these values hold none).
 
 import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from './go-config.js';
 import { jsonProblem } from '../common/parse-problems.js';
+import { goField } from './go-json-decode.js';
 
 export const DISK_BUSES = ['virtio', 'sata', 'scsi', 'usb'] as const;
+/** Harvester's builder makes a CD-ROM of "cd-rom" and a disk of every other type. */
 export const DISK_TYPES = ['disk', 'cd-rom'] as const;
 /** KubeVirt's interface models. */
 export const NETWORK_MODELS = ['virtio', 'e1000', 'e1000e', 'igb', 'ne2k_pci', 'pcnet', 'rtl8139'] as const;
-export const INTERFACE_TYPES = ['bridge', 'masquerade'] as const;
+/**
+ * Harvester's builder binds "bridge" as a bridge and every other type as masquerade, which
+ * KubeVirt allows only on the pod network; every interface here names a Multus network.
+ */
+export const INTERFACE_TYPES = ['bridge'] as const;
 export const DEFAULT_DISK_BUS = 'virtio';
 export const DEFAULT_NETWORK_MODEL = 'virtio';
 
-const MAC = /^[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}$/;
+/** What KubeVirt accepts: Go's net.ParseMAC forms of a 6-byte address. */
+const MAC =
+  /^(?:[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})$/;
 
 export interface Parsed<T> {
   value?: T;
@@ -46,7 +56,7 @@ function field(
   problems: string[],
 ): string | number | boolean {
   const zero = kind === 'string' ? '' : kind === 'bool' ? false : 0;
-  const v = obj[key];
+  const v = goField(obj, key);
   if (v === undefined || v === null) return zero;
   const ok =
     kind === 'string'
@@ -68,7 +78,7 @@ function field(
 }
 
 function list(obj: Record<string, unknown>, key: string, example: string, problems: string[]): unknown[] {
-  const v = obj[key];
+  const v = goField(obj, key);
   if (Array.isArray(v)) return v;
   problems.push(
     v === undefined || v === null ? `has no "${key}" list (expected ${example})` : `"${key}" must be a list`,
@@ -133,7 +143,7 @@ export function parseVGPUInfo(text: string): Parsed<GoVGPUInfo> {
   const parsed = parseJsonObject(text, '{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/…"}]}');
   if (!parsed.value) return { problems: parsed.problems };
   const problems: string[] = [];
-  const raw = parsed.value['vGPURequests'];
+  const raw = goField(parsed.value, 'vGPURequests');
   // Go leaves a missing list nil (no vGPU); only a present non-list is an error.
   const items = raw === undefined || raw === null ? [] : Array.isArray(raw) ? raw : null;
   if (items === null) return { problems: ['"vGPURequests" must be a list'] };
@@ -165,9 +175,6 @@ export function diskInfoProblems(info: GoDiskInfo): string[] {
     if (!oneOf(d.bus, DISK_BUSES)) {
       problems.push(`${where}.bus "${d.bus}" is not a disk bus (expected one of ${quoted(DISK_BUSES)})`);
     }
-    if (!oneOf(d.type, DISK_TYPES)) {
-      problems.push(`${where}.type "${d.type}" is not a disk type (expected one of ${quoted(DISK_TYPES)})`);
-    }
     if (d.type === 'cd-rom' && d.bus === 'virtio') {
       problems.push(`${where} is a cd-rom on bus virtio, which KubeVirt rejects (use sata or scsi)`);
     }
@@ -179,6 +186,17 @@ export function diskInfoProblems(info: GoDiskInfo): string[] {
     }
   });
   return problems;
+}
+
+/** Values the Go driver takes and we take alike, that probably do not mean what was meant. */
+export function diskInfoWarnings(info: GoDiskInfo): string[] {
+  return info.disks.flatMap((d, i) =>
+    oneOf(d.type, DISK_TYPES)
+      ? []
+      : [
+          `disks[${i}].type "${d.type}" is neither disk nor cd-rom: it is created as a disk, as the Go driver does (Harvester's builder makes a CD-ROM only of "cd-rom")`,
+        ],
+  );
 }
 
 export function networkInfoProblems(info: GoNetworkInfo): string[] {
@@ -204,22 +222,56 @@ export function networkInfoProblems(info: GoNetworkInfo): string[] {
     }
     if (!oneOf(n.type, INTERFACE_TYPES)) {
       problems.push(
-        `${where}.type "${n.type}" is not an interface type (expected one of ${quoted(INTERFACE_TYPES)})`,
+        `${where}.type "${n.type}" cannot work: every type other than bridge is bound as masquerade, which KubeVirt refuses on a Multus network (networkName), so the Go driver's VM is refused too; use bridge or leave it empty`,
       );
     }
   });
   return problems;
 }
 
+/**
+ * KubeVirt names each host device's libvirt alias after its name ("ua-hostdevice-<name>")
+ * and libvirt refuses two equal aliases, so two requests with one name never start. The Go
+ * driver passes names on as given; Rancher's UI sends an empty one when it knows no device
+ * of the type, which runs alone but not twice. An empty name is therefore given one derived
+ * from the device (vgpuDeviceNames); a name given twice is refused.
+ */
 export function vgpuInfoProblems(info: GoVGPUInfo): string[] {
   const problems: string[] = [];
-  const names = new Set<string>();
+  const firstWith = new Map<string, number>();
   info.vGPURequests.forEach((r, i) => {
     const where = `vGPURequests[${i}]`;
-    if (r.name === '') problems.push(`${where}.name is required`);
-    else if (names.has(r.name)) problems.push(`${where}.name "${r.name}" is used twice`);
-    names.add(r.name);
-    if (r.deviceName === '') problems.push(`${where}.deviceName is required (e.g. nvidia.com/GRID_A100-1B)`);
+    if (r.name !== '') {
+      const first = firstWith.get(r.name);
+      if (first !== undefined) {
+        problems.push(
+          `${where}.name "${r.name}" is also vGPURequests[${first}]'s: both devices would get the libvirt alias ua-hostdevice-${r.name} and libvirt refuses a VM with two equal aliases, so it would never start (with the Go driver neither)`,
+        );
+      } else firstWith.set(r.name, i);
+    }
+    if (r.deviceName === '') {
+      problems.push(
+        `${where}.deviceName is required (the resource name, e.g. nvidia.com/NVIDIA_A2-2Q): KubeVirt finds no device for an empty one and the VM would never start (with the Go driver neither)`,
+      );
+    }
   });
   return problems;
+}
+
+/**
+ * The host-device name of each vGPU request: its own, or for an empty one a name made of
+ * its deviceName ("nvidia.com/NVIDIA_A2-2Q" -> "nvidia-com-NVIDIA_A2-2Q"), suffixed -2, -3…
+ * when taken. Only [A-Za-z0-9_-], which Harvester's VMI mutator keeps as it is (it base32-
+ * encodes other names). Stable: the same requests always get the same names.
+ */
+export function vgpuDeviceNames(info: GoVGPUInfo): string[] {
+  const taken = new Set(info.vGPURequests.map((r) => r.name).filter((n) => n !== ''));
+  return info.vGPURequests.map((r) => {
+    if (r.name !== '') return r.name;
+    const base = r.deviceName.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '') || 'vgpu';
+    let name = base;
+    for (let n = 2; taken.has(name); n++) name = `${base}-${n}`;
+    taken.add(name);
+    return name;
+  });
 }

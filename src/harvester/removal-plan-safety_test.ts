@@ -5,11 +5,14 @@
 // template and the running VMI naming one volume differently (a template edited since the
 // VMI started), and hot-plug known only from the VMI's volume status. Plus one property the
 // other file has no form of: objects in other namespaces never change what is planned.
+// Claim names are hostile too (issue 15 §4): Harvester splits the annotation on `,`, so a
+// name holding a comma, a space, another namespace's name or other VMs' claims must never
+// reach it; the properties check what Harvester would delete, the annotation split as it does.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
-import { planRemoval, type RemovalInputs } from './removal-plan.js';
+import { planRemoval, removedPvcsAnnotationValue, type RemovalInputs } from './removal-plan.js';
 import type {
   PersistentVolumeClaim,
   VMIVolumeStatus,
@@ -18,6 +21,9 @@ import type {
   Volume,
 } from './types.js';
 
+/** Kubernetes' rule for PVC names, written here apart from the implementation. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 const dnsLabel = fc.stringMatching(/^[a-z][a-z0-9-]{0,6}[a-z0-9]$/);
 
 interface World {
@@ -25,6 +31,8 @@ interface World {
   /** The VM's namespace first. */
   namespaces: string[];
   claims: string[];
+  /** Claim names no PVC can have: commas joining other claims, spaces, "ns/name", case, length. */
+  hostileClaims: string[];
   /** Label values: the clusters, and near-collisions of them. */
   clusterValues: string[];
   clusterName: string;
@@ -42,6 +50,7 @@ const worldArb: fc.Arbitrary<World> = fc
       vmName: w.vmName,
       namespaces: w.namespaces,
       claims: w.claims,
+      hostileClaims: hostile(w.claims, w.namespaces),
       clusterName,
       clusterValues: [
         '',
@@ -51,12 +60,35 @@ const worldArb: fc.Arbitrary<World> = fc
     })),
   );
 
+function hostile(claims: string[], namespaces: string[]): string[] {
+  const [a = 'a', b = 'b', c = 'c'] = claims;
+  const other = namespaces[1] ?? 'other';
+  return [
+    `${a},${b}`,
+    `${a}, ${b}`,
+    `${b},${c},${a}`,
+    `${a},`,
+    `,${b}`,
+    ` ${a}`,
+    `${b} `,
+    `${a}\n`,
+    `${other}/${c}`,
+    a.toUpperCase(),
+    `${a}..${b}`,
+    `-${b}`,
+    'x'.repeat(254),
+  ];
+}
+
 const VOLUME_NAMES = ['disk-0', 'disk-1', 'disk-2', 'data', 'hp-a', 'hp-b', 'cloudinitdisk'];
 
 function volumeArb(w: World): fc.Arbitrary<Volume> {
   const hot = fc.option(fc.boolean(), { nil: undefined });
   const name = fc.constantFrom(...VOLUME_NAMES);
-  const claim = fc.constantFrom(...w.claims);
+  const claim = fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...w.claims) },
+    { weight: 1, arbitrary: fc.constantFrom(...w.hostileClaims) },
+  );
   return fc.oneof(
     {
       weight: 5,
@@ -108,7 +140,7 @@ function vmiArb(w: World, template: Volume[]): fc.Arbitrary<VirtualMachineInstan
       .record({
         name: fc.constantFrom(...VOLUME_NAMES),
         hot: fc.boolean(),
-        orphanClaim: fc.option(fc.constantFrom(...w.claims), { nil: undefined }),
+        orphanClaim: fc.option(fc.constantFrom(...w.claims, ...w.hostileClaims), { nil: undefined }),
       })
       .map(({ name, hot, orphanClaim }) => {
         const volume = volumes.find((v) => v.name === name);
@@ -202,7 +234,12 @@ const caseArb: fc.Arbitrary<Case> = worldArb.chain((w) =>
   ),
 );
 
-const planned = (inputs: RemovalInputs): string[] => planRemoval(inputs).pvcs.map((p) => p.name);
+/** What Harvester deletes: the annotation split on `,` and trimmed, as its VM controller reads it. */
+const planned = (inputs: RemovalInputs): string[] =>
+  removedPvcsAnnotationValue(planRemoval(inputs))
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
 const home = (c: Case): string => c.w.namespaces[0] ?? '';
 const claimsOf = (volumes: readonly Volume[] | undefined): string[] =>
   (volumes ?? [])
@@ -226,7 +263,7 @@ function hotPlugged(inputs: RemovalInputs): Set<string> {
 const RUNS = { numRuns: 3_000 };
 
 describe('planRemoval: safety over random worlds', () => {
-  it('plans only the VM’s own claims and PVCs of its namespace', () => {
+  it('plans only existing PVCs of its namespace: the VM’s own, or labelled for its cluster', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         // The VM's own: its template's and its VMI's claims, and those its VMI's status names.
@@ -242,8 +279,62 @@ describe('planRemoval: safety over random worlds', () => {
             .filter((p) => p.metadata.namespace === home(c))
             .map((p) => p.metadata.name),
         );
-        for (const name of planned(c.inputs))
-          assert.ok(own.has(name) || here.has(name), `${name} is neither the VM’s nor in ${home(c)}`);
+        const labelled = (name: string): boolean =>
+          c.inputs.removeAll &&
+          c.w.clusterName !== '' &&
+          c.inputs.pvcsInNamespace.some(
+            (p) =>
+              p.metadata.namespace === home(c) &&
+              p.metadata.name === name &&
+              p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === c.w.clusterName,
+          );
+        for (const name of planned(c.inputs)) {
+          assert.ok(here.has(name), `${JSON.stringify(name)} is no PVC of ${home(c)}`);
+          assert.ok(
+            own.has(name) || labelled(name),
+            `${name} is neither the VM’s nor labelled for its cluster`,
+          );
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('the annotation holds exactly the planned names, each a valid PVC name', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        const plan = planRemoval(c.inputs);
+        const value = removedPvcsAnnotationValue(plan);
+        assert.deepEqual(
+          value === '' ? [] : value.split(','),
+          plan.pvcs.map((p) => p.name),
+        );
+        for (const p of plan.pvcs)
+          assert.match(p.name, DNS_SUBDOMAIN, `${JSON.stringify(p.name)} is no PVC name`);
+      }),
+      RUNS,
+    );
+  });
+
+  it('refuses every hostile claim name of the VM, with the reason, and plans none of its parts', () => {
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        const plan = planRemoval(c.inputs);
+        const refused = new Map(plan.refused.map((r) => [r.name, r.reason]));
+        const volumes = [
+          ...(c.inputs.vm.spec.template.spec.volumes ?? []),
+          ...(c.inputs.vmi?.spec?.volumes ?? []),
+        ];
+        for (const v of volumes) {
+          const name = v.persistentVolumeClaim?.claimName;
+          if (name === undefined || !c.w.hostileClaims.includes(name)) continue;
+          assert.match(
+            refused.get(name) ?? '',
+            /is no PVC name: .*; never deleted$/,
+            `${JSON.stringify(name)}`,
+          );
+        }
+        for (const r of plan.refused) assert.ok(!plan.pvcs.some((p) => p.name === r.name));
       }),
       RUNS,
     );
@@ -345,7 +436,9 @@ describe('planRemoval: the cases the properties found', () => {
     const plan = planRemoval({
       vm: target,
       vmi,
-      pvcsInNamespace: [],
+      pvcsInNamespace: ['boot', 'new-claim', 'workload'].map((name) => ({
+        metadata: { name, namespace: 'default' },
+      })),
       vmsInNamespace: [],
       removeAll: false,
       clusterName: 'c1',

@@ -10,8 +10,12 @@
 //   guestcluster.harvesterhci.io/name=<cluster>.
 // - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
 //   guest cluster, or a PVC that another existing VM still references.
+// - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
+//   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
 // Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
-// VM's namespace, once the VM is gone; the plan is that annotation's content.
+// VM's namespace, once the VM is gone; the plan is that annotation's content. Harvester
+// splits it on `,` (and trims): a claim name "a,b" written as is would delete PVCs a and b,
+// whoever uses them, which is why only names that exist, and so cannot hold a comma, go in.
 
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { cloudInitSecretName } from './names.js';
@@ -51,8 +55,29 @@ export interface RemovalPlan {
   pvcs: PlannedItem[];
   /** PVCs considered and left alone. */
   kept: PlannedItem[];
+  /** Claim names the VM uses that name no PVC of its namespace (invalid or missing): never planned. */
+  refused: PlannedItem[];
   /** Secrets that go with the VM (owned by it; the garbage collector deletes them). */
   secrets: PlannedItem[];
+}
+
+/** Kubernetes' rule for PVC names (metadata.name of a PersistentVolumeClaim). */
+const DNS1123_SUBDOMAIN = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_PVC_NAME = 253;
+
+/** Why a claim name can be no PVC's name; undefined when it can be one. */
+function claimNameProblem(name: string): string | undefined {
+  if (name.length > MAX_PVC_NAME) return `longer than ${MAX_PVC_NAME} characters`;
+  if (!DNS1123_SUBDOMAIN.test(name)) {
+    return "not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'; no comma or space)";
+  }
+  return undefined;
+}
+
+/** A name from a VM's spec as it can be shown: quoted, control characters escaped, cut short. */
+function shown(name: string): string {
+  const quoted = JSON.stringify(name);
+  return quoted.length > 300 ? `${quoted.slice(0, 260)}…" (${name.length} characters)` : quoted;
 }
 
 /** Rancher's whole-cluster signal, compared as the Go driver does (exactly "true"). */
@@ -167,6 +192,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     removeAll,
     pvcs: [],
     kept: [],
+    refused: [],
     secrets: ownedSecrets(inputs, namespace),
   };
 
@@ -192,9 +218,16 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     decided.add(name);
     plan.kept.push({ name, reason });
   };
+  const refuse = (name: string, why: string): void => {
+    decided.add(name);
+    plan.refused.push({ name, reason: `claim name ${shown(name)} ${why}; never deleted` });
+  };
   /** The checks no rule can override; then the PVC goes. */
   const remove = (name: string, reason: string): void => {
     if (decided.has(name)) return;
+    const problem = claimNameProblem(name);
+    if (problem !== undefined) return refuse(name, `is no PVC name: ${problem}`);
+    if (!clusterLabels.has(name)) return refuse(name, `names no PVC in namespace ${namespace}`);
     const users = usedBy.get(name);
     if (users) return keep(name, `still used by VM ${users.map((u) => `${namespace}/${u}`).join(', ')}`);
     const owner = clusterLabels.get(name)?.find((label) => label !== undefined && label !== clusterName);
@@ -209,7 +242,10 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
   };
 
   for (const claim of ownClaims(vm, inputs.vmi)) {
-    if (!claim.hotplugged) {
+    const problem = claimNameProblem(claim.claimName);
+    if (problem !== undefined) {
+      refuse(claim.claimName, `is no PVC name: ${problem}`);
+    } else if (!claim.hotplugged) {
       remove(claim.claimName, `boot/data disk ${claim.volumeName} of VM ${vmRef}`);
     } else if (removeAll) {
       remove(claim.claimName, `hot-plugged volume of VM ${vmRef}; the whole guest cluster is being deleted`);
@@ -246,5 +282,9 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
 
 /** The removedPersistentVolumeClaims annotation value: the planned PVC names, comma-joined. */
 export function removedPvcsAnnotationValue(plan: RemovalPlan): string {
-  return plan.pvcs.map((p) => p.name).join(',');
+  const names = plan.pvcs.map((p) => p.name);
+  // The plan holds only names of existing PVCs; a name that could split is a bug, not input.
+  const bad = names.find((n) => claimNameProblem(n) !== undefined);
+  if (bad !== undefined) throw new Error(`refusing to record PVC name ${shown(bad)}: it is no PVC name`);
+  return names.join(',');
 }

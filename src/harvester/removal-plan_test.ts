@@ -104,10 +104,11 @@ describe('planRemoval: examples', () => {
       { phase: 'Running', volumeStatus: [{ name: 'data', hotplugVolume: { attachPodName: 'hp-1' } }] },
       [pvcVolume('extra', 'vmi-only-pvc', true)],
     );
+    const pvcs = ['boot', 'data-pvc', 'vmi-only-pvc'].map((n) => pvc(n, 'default'));
     const plan = planRemoval({
       vm: vm2,
       vmi,
-      pvcsInNamespace: [],
+      pvcsInNamespace: pvcs,
       vmsInNamespace: [],
       removeAll: false,
       clusterName: '',
@@ -117,7 +118,7 @@ describe('planRemoval: examples', () => {
     const all = planRemoval({
       vm: vm2,
       vmi,
-      pvcsInNamespace: [],
+      pvcsInNamespace: pvcs,
       vmsInNamespace: [],
       removeAll: true,
       clusterName: '',
@@ -332,15 +333,17 @@ describe('planRemoval: properties', () => {
     );
   });
 
-  it('decides every candidate exactly once: planned or kept with a reason, never both, no duplicates', () => {
+  it('decides every candidate exactly once: planned, kept or refused with a reason, never two, no duplicates', () => {
     fc.assert(
       fc.property(inputsArb, (i) => {
         const plan = planRemoval(i);
         const planned = names(plan.pvcs);
         assert.equal(new Set(planned).size, planned.length, 'duplicates');
-        const kept = new Set(names(plan.kept));
+        const refused = new Set(names(plan.refused));
+        for (const n of names(plan.kept)) assert.ok(!refused.has(n), `${n} both kept and refused`);
+        const kept = new Set([...names(plan.kept), ...refused]);
         for (const n of planned) assert.ok(!kept.has(n), `${n} both planned and kept`);
-        for (const item of [...plan.pvcs, ...plan.kept]) assert.ok(item.reason.length > 10);
+        for (const item of [...plan.pvcs, ...plan.kept, ...plan.refused]) assert.ok(item.reason.length > 10);
         const candidates = new Set(
           (i.vm.spec.template.spec.volumes ?? [])
             .flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []))

@@ -158,7 +158,15 @@ export interface VirtualMachine {
     running?: boolean;
     template: VirtualMachineInstanceTemplateSpec;
   };
-  status?: { printableStatus?: string; ready?: boolean; created?: boolean };
+  status?: { printableStatus?: string; ready?: boolean; created?: boolean; conditions?: Condition[] };
+}
+
+/** A KubeVirt (or core/v1) status condition. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
 }
 
 // ---- KubeVirt VirtualMachineInstance ----
@@ -199,6 +207,7 @@ export interface VirtualMachineInstance {
   spec?: { volumes?: Volume[] };
   status?: {
     phase?: VMIPhase;
+    conditions?: Condition[];
     interfaces?: VMINetworkInterfaceStatus[];
     volumeStatus?: VMIVolumeStatus[];
   };

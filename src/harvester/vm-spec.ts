@@ -5,7 +5,7 @@
 
 import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from './go-config.js';
 import { assembleUserData, placeCloudInit } from './cloud-init.js';
-import { DEFAULT_DISK_BUS, DEFAULT_NETWORK_MODEL } from './disk-network-info.js';
+import { DEFAULT_DISK_BUS, DEFAULT_NETWORK_MODEL, vgpuDeviceNames } from './disk-network-info.js';
 import {
   ANNOTATION_IMAGE_ID,
   ANNOTATION_RESERVED_MEMORY,
@@ -39,7 +39,7 @@ import type {
   Volume,
   WeightedPodAffinityTerm,
 } from './types.js';
-import { jsonProblem } from '../common/parse-problems.js';
+import { parseAffinity } from './affinity.js';
 
 export const RUN_STRATEGY = 'RerunOnFailure';
 export const EVICTION_STRATEGY = 'LiveMigrateIfPossible';
@@ -153,7 +153,10 @@ function vmLabels(cfg: GoDriverConfig): Record<string, string> {
  * podAntiAffinity where the user has them.
  */
 function vmAffinity(cfg: GoDriverConfig, machineSet: string): Affinity {
-  if (cfg.VMAffinity === '') {
+  // As the Go driver: no affinity, or a JSON null, gets the builder's default.
+  const parsed = cfg.VMAffinity === '' ? { value: null, problems: [] } : parseAffinity(cfg.VMAffinity);
+  if (parsed.problems.length > 0) throw new VmSpecError(`VM affinity ${parsed.problems.join('; ')}`);
+  if (!parsed.value) {
     return {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
@@ -168,16 +171,7 @@ function vmAffinity(cfg: GoDriverConfig, machineSet: string): Affinity {
       },
     };
   }
-  let affinity: unknown;
-  try {
-    affinity = JSON.parse(cfg.VMAffinity);
-  } catch (err) {
-    throw new VmSpecError(`VM affinity ${jsonProblem(err)}`);
-  }
-  if (affinity === null || typeof affinity !== 'object' || Array.isArray(affinity)) {
-    throw new VmSpecError('VM affinity must be a JSON object (a core/v1 Affinity)');
-  }
-  const result = affinity as Affinity;
+  const result = parsed.value;
   const machineSetTerm = (): WeightedPodAffinityTerm => ({
     weight: 1,
     podAffinityTerm: {
@@ -282,7 +276,8 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
     namespace,
     userData,
     networkData: cfg.NetworkData,
-    alwaysInSecret: ctx.cloudInitInSecret ?? false,
+    // A password inline would be readable by anyone who may read the VM (and in its history).
+    alwaysInSecret: (ctx.cloudInitInSecret ?? false) || cfg.SSHPassword !== '',
     labels: { [LABEL_CREATOR]: CREATOR, [LABEL_VM_NAME]: name },
   });
 
@@ -333,9 +328,11 @@ function applyDomainOptions(vm: VirtualMachine, cfg: GoDriverConfig): void {
   const domain = vm.spec.template.spec.domain;
   const cpu = domain.cpu ?? {};
   if (cfg.VGPUInfo && cfg.VGPUInfo.vGPURequests.length > 0) {
-    // Harvester's builder adds vGPUs as host devices (name, deviceName).
-    domain.devices.hostDevices = cfg.VGPUInfo.vGPURequests.map((r) => ({
-      name: r.name,
+    // Harvester's builder adds vGPUs as host devices (name, deviceName); an empty name gets
+    // one from its device, or two of them would share a libvirt alias and never start.
+    const names = vgpuDeviceNames(cfg.VGPUInfo);
+    domain.devices.hostDevices = cfg.VGPUInfo.vGPURequests.map((r, i) => ({
+      name: names[i] ?? r.name,
       deviceName: r.deviceName,
     }));
   }

@@ -219,7 +219,11 @@ describe('buildVirtualMachine', () => {
 
   it('user affinity: kept, plus a weight-1 machine-set term appended where pod (anti-)affinity exists', () => {
     const user = {
-      nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } },
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }],
+        },
+      },
       podAntiAffinity: {
         requiredDuringSchedulingIgnoredDuringExecution: [
           { topologyKey: 'zone', labelSelector: { matchLabels: { a: 'b' } } },
@@ -244,6 +248,50 @@ describe('buildVirtualMachine', () => {
     });
     const nodeOnly = buildVirtualMachine(exampleConfig({ VMAffinity: '{"nodeAffinity":{}}' }), context()).vm;
     assert.deepEqual(nodeOnly.spec.template.spec.affinity, { nodeAffinity: {} });
+  });
+
+  it('user affinity as Go reads it: keys in any case, unknown keys dropped, null is the default', () => {
+    const user =
+      '{"PodAntiAffinity":{"preferredduringschedulingignoredduringexecution":[{"Weight":5,"PodAffinityTerm":{"TopologyKey":"zone","typo":1}}]},"extra":true}';
+    const { vm } = buildVirtualMachine(exampleConfig({ VMAffinity: user }), context());
+    assert.deepEqual(vm.spec.template.spec.affinity, {
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 5, podAffinityTerm: { topologyKey: 'zone' } },
+          {
+            weight: 1,
+            podAffinityTerm: {
+              labelSelector: { matchLabels: { 'harvesterhci.io/machineSetName': 'default-mycluster-pool1' } },
+              topologyKey: 'kubernetes.io/hostname',
+            },
+          },
+        ],
+      },
+    });
+    const byDefault = buildVirtualMachine(exampleConfig({ VMAffinity: '' }), context()).vm;
+    const byNull = buildVirtualMachine(exampleConfig({ VMAffinity: 'null' }), context()).vm;
+    assert.deepEqual(byNull.spec.template.spec.affinity, byDefault.spec.template.spec.affinity);
+  });
+
+  it('names vGPU requests without a name after their device, uniquely and stably', () => {
+    const requests = [
+      { name: '', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+      { name: '', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+      { name: '', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+      { name: 'nvidia-com-NVIDIA_A2-1Q-2', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+    ];
+    const build = () =>
+      buildVirtualMachine(exampleConfig({ VGPUInfo: { vGPURequests: requests } }), context()).vm.spec.template
+        .spec.domain.devices.hostDevices;
+    assert.deepEqual(build(), [
+      { name: 'nvidia-com-NVIDIA_A2-2Q', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+      { name: 'nvidia-com-NVIDIA_A2-1Q', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+      { name: 'nvidia-com-NVIDIA_A2-2Q-2', deviceName: 'nvidia.com/NVIDIA_A2-2Q' },
+      { name: 'nvidia-com-NVIDIA_A2-1Q-2', deviceName: 'nvidia.com/NVIDIA_A2-1Q' },
+    ]);
+    assert.deepEqual(build(), build());
+    // Every name passes Harvester's VMI mutator unchanged (it base32-encodes others).
+    for (const d of build() ?? []) assert.match(d.name, /^[a-zA-Z0-9_-]+$/);
   });
 
   it('EFI, secure boot, TPM, vGPU, CPU pinning, emulator thread, CPU model, reserved memory, key pair', () => {
@@ -308,11 +356,23 @@ describe('buildVirtualMachine', () => {
     assert.equal(Buffer.from(asked.cloudInitSecret.data?.['userdata'] ?? '', 'base64').toString(), expected);
   });
 
+  it('with an SSH password, the user data is in the Secret, never inline in the VM (the Go driver inlines it)', () => {
+    const password = 'pw-Zq8w7e6r5t4y3u2i';
+    const { vm, cloudInitSecret } = buildVirtualMachine(exampleConfig({ SSHPassword: password }), context());
+    assert.deepEqual(vm.spec.template.spec.volumes?.[0], {
+      name: 'cloudinitdisk',
+      cloudInitNoCloud: { secretRef: { name: 'mycluster-pool1-7f8d9c5b6-x2v9q-cloudinit' } },
+    });
+    assert.ok(!JSON.stringify(vm).includes(password), 'the VM holds the password');
+    const userData = Buffer.from(cloudInitSecret?.data?.['userdata'] ?? '', 'base64').toString();
+    assert.match(userData, new RegExp(`password: ${password}\n`));
+  });
+
   it('fails clearly when the config cannot become a VM', () => {
     const cases: Array<[Partial<GoDriverConfig>, Partial<VmBuildContext>, RegExp]> = [
       [{}, { imageStorageClass: () => undefined }, /image default\/image-abc12 has no storage class yet/],
       [{ VMAffinity: '{"podAffinity":' }, {}, /VM affinity is not valid JSON/],
-      [{ VMAffinity: 'null' }, {}, /VM affinity must be a JSON object/],
+      [{ VMAffinity: '[]' }, {}, /VM affinity must be a JSON object/],
       [{ DiskSize: 'forty' }, {}, /disk size "forty" is not a whole number/],
       [{ CPU: 0 }, {}, /invalid number of CPU cores: 0/],
     ];

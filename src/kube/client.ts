@@ -1,7 +1,8 @@
 // The one way this project talks to Kubernetes: typed verbs over one transport,
 // bounded retries with backoff (honouring Retry-After), and classified errors.
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { describeCredential } from './credential.js';
+import { kubeConfigFromText, type LoadedKubeconfig } from './kubeconfig-loading.js';
 import { KubeError, isKubeError, isRetryable, type CredentialDescription } from './errors.js';
 import {
   apiVersionOf,
@@ -31,6 +32,8 @@ export interface KubeClientOptions {
   /** Called once per HTTP request sent (benchmarks count API requests). */
   onRequest?: (method: string, path: string) => void;
   sleep?: (ms: number) => Promise<void>;
+  /** Where HTTP_PROXY, HTTPS_PROXY and NO_PROXY are read (default: process.env). */
+  environment?: Readonly<Record<string, string | undefined>>;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 250, maxDelayMs: 8_000 };
@@ -102,7 +105,9 @@ export class KubeClient {
     readonly kubeConfig: KubeConfig,
     private readonly options: KubeClientOptions,
   ) {
-    this.transport = new Transport(kubeConfig, describeCredential(kubeConfig));
+    this.transport = new Transport(kubeConfig, describeCredential(kubeConfig), {
+      ...(options.environment ? { environment: options.environment } : {}),
+    });
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.retry = options.retry ?? DEFAULT_RETRY;
     this.sleep = options.sleep ?? defaultSleep;
@@ -111,9 +116,12 @@ export class KubeClient {
   /** A client for the current context of a kubeconfig given as YAML text. */
   static fromKubeconfig(content: string, options: KubeClientOptions = {}): KubeClient {
     registerSecret(content);
-    const kc = new KubeConfig();
-    kc.loadFromString(content);
-    return new KubeClient(kc, options);
+    return new KubeClient(kubeConfigFromText(content), options);
+  }
+
+  /** A client for a kubeconfig loaded by client-go's rules (kubeconfig-loading.ts), in-cluster too. */
+  static fromLoaded(loaded: LoadedKubeconfig, options: KubeClientOptions = {}): KubeClient {
+    return new KubeClient(loaded.kubeConfig, options);
   }
 
   get credential(): CredentialDescription {

@@ -1,9 +1,11 @@
 // What a kubeconfig's credential is, without its secret: the name of the token,
 // the certificate's subject, and when it expires if the credential itself says so.
 import { X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CredentialDescription } from './errors.js';
 import { registerSecret } from '../log/redact.js';
+import { tokenFileOf } from './token-file.js';
 
 /** The names Rancher gives its tokens: kubeconfig-u-…, kubeconfig-user-…, token-…. */
 const RANCHER_TOKEN_NAME = /^(?:kubeconfig-u|kubeconfig-user|token)-/;
@@ -123,9 +125,24 @@ export function describeCredential(kc: KubeConfig): CredentialDescription {
     const { identity, expiresAt } = describeToken(user.token);
     return expiresAt ? { server, identity, expiresAt } : { server, identity };
   }
-  if (user.certData) {
+  const tokenFile = tokenFileOf(user);
+  if (tokenFile) {
+    // Described as the file holds it now; the transport reads it again when it rotates.
+    let token: string;
     try {
-      const cert = new X509Certificate(Buffer.from(user.certData, 'base64'));
+      token = fs.readFileSync(tokenFile, 'utf8').trim();
+    } catch {
+      return { server, identity: `the token in ${tokenFile} (unreadable)` };
+    }
+    registerSecret(token);
+    const { identity, expiresAt } = describeToken(token);
+    const described = `${identity} (token file ${tokenFile})`;
+    return expiresAt ? { server, identity: described, expiresAt } : { server, identity: described };
+  }
+  if (user.certData || user.certFile) {
+    try {
+      const pem = user.certData ? Buffer.from(user.certData, 'base64') : fs.readFileSync(user.certFile ?? '');
+      const cert = new X509Certificate(pem);
       const cn = /CN=([^\n,]+)/.exec(cert.subject)?.[1];
       return {
         server,

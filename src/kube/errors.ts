@@ -52,6 +52,10 @@ export class KubeError extends Error {
       reason?: string;
       retryAfterMs?: number;
       credential?: CredentialDescription;
+      /** The proxy in the way (scheme, host and port only), when the client uses one. */
+      proxy?: string;
+      /** A proxy's answer to CONNECT that was not 200. */
+      proxyStatusCode?: number;
       cause?: unknown;
     } = {},
   ) {

@@ -3,18 +3,25 @@
 // so every place that reports on a credential says the same thing and none leaks it.
 // Nothing here returns or embeds a token, password, key or the content itself.
 
-import { KubeConfig } from '@kubernetes/client-node';
+import fs from 'node:fs';
+import { KubeConfig, type User } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { yamlProblem } from '../common/parse-problems.js';
+import { registerSecret } from '../log/redact.js';
 import { describeToken } from './credential.js';
+import { kubeConfigFromText } from './kubeconfig-loading.js';
+import { parseKubeconfigProxy } from './proxy-environment.js';
+import { tokenFileOf } from './token-file.js';
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// With the length a multiple of 4, this is canonical padded base64. No group is repeated:
+// V8 matches a repeated group by recursion, and megabytes of input overflowed the stack.
+const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 const LOOKS_LIKE_BASE64 = /^[A-Za-z0-9+/=\s]{16,}$/;
 
 function decodeBase64Strict(value: string): Buffer | undefined {
   // Go's base64.StdEncoding skips \r and \n; everything else must be canonical padded base64.
   const compact = value.replace(/[\r\n]/g, '');
-  if (compact === '' || !BASE64.test(compact)) return undefined;
+  if (compact === '' || compact.length % 4 !== 0 || !BASE64_CHARS.test(compact)) return undefined;
   return Buffer.from(compact, 'base64');
 }
 
@@ -65,9 +72,16 @@ export class KubeconfigError extends Error {
 function parseProblems(text: string): string[] {
   if (text.trim() === '') return ['is empty'];
   const doc = parseDocument(text);
-  const firstError = doc.errors[0];
+  // An unresolved tag is only a warning to `yaml`, but client-node's parser fails on it.
+  const firstError = doc.errors[0] ?? doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED');
   if (firstError) return [yamlProblem(firstError)];
-  const value: unknown = doc.toJS();
+  let value: unknown;
+  try {
+    value = doc.toJS();
+  } catch {
+    // An alias of no anchor (a value beginning with "*"); the message would name it.
+    return [yamlProblem({ code: 'BAD_ALIAS', message: '' })];
+  }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return LOOKS_LIKE_BASE64.test(text.trim())
       ? ['looks like base64 but is not valid base64 (truncated or corrupted?)']
@@ -94,22 +108,32 @@ function serverProblem(server: string, skipTLSVerify: boolean): string | undefin
   return undefined;
 }
 
+function readable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 interface Loaded {
   kc: KubeConfig;
   problems: string[];
 }
 
 function load(text: string): Loaded {
-  const kc = new KubeConfig();
+  // Registered before anything reads it: whatever a parser echoes of it is redacted.
+  registerSecret(text);
+  let kc = new KubeConfig();
   const problems = parseProblems(text);
   if (problems.length > 0) return { kc, problems };
   try {
-    kc.loadFromString(text);
+    // client-node's own messages name the entry ("users[0].name is missing").
+    kc = kubeConfigFromText(text, 'kubeconfig');
   } catch (err) {
-    // client-node's own messages name the entry ("users[0].name is missing"); a YAML error
-    // from its parser continues with a snippet of the source, so only the first line is kept.
-    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? '') : 'unreadable';
-    return { kc, problems: [`is not a valid kubeconfig (${reason})`] };
+    const reason = err instanceof Error ? err.message.replace(/^kubeconfig: /, '') : 'unreadable';
+    return { kc, problems: [reason] };
   }
   const contextName = kc.getCurrentContext();
   if (!contextName) return { kc, problems: ['has no current-context'] };
@@ -122,10 +146,19 @@ function load(text: string): Loaded {
   } else {
     const bad = serverProblem(cluster.server, cluster.skipTLSVerify);
     if (bad) problems.push(bad);
+    if (cluster.proxyUrl) {
+      const proxy = parseKubeconfigProxy(cluster.proxyUrl);
+      if (typeof proxy === 'string') problems.push(`has a cluster ${proxy}`);
+    }
   }
   if (!context.user) problems.push(`context "${contextName}" names no user`);
   else if (!kc.getUser(context.user)) {
     problems.push(`context "${contextName}" names user "${context.user}", which is not in users`);
+  } else {
+    const tokenFile = tokenFileOf(kc.getUser(context.user));
+    if (tokenFile && !readable(tokenFile)) {
+      problems.push(`user "${context.user}" has token-file ${tokenFile}, which cannot be read`);
+    }
   }
   return { kc, problems };
 }
@@ -153,6 +186,15 @@ function serverWithoutUserinfo(server: string): string {
   }
 }
 
+function authKindOf(user: User | null): KubeconfigAuthKind {
+  if (user?.token || tokenFileOf(user)) return 'token';
+  if (user?.certData || user?.certFile) return 'client-cert';
+  // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
+  if (user?.exec || user?.authProvider) return 'exec';
+  if (user?.username && user.password) return 'basic';
+  return 'none';
+}
+
 /** Describes a decoded kubeconfig without any secret; throws KubeconfigError when unusable. */
 export function describeKubeconfig(text: string): KubeconfigDescription {
   const kc = loadKubeconfig(text);
@@ -166,18 +208,11 @@ export function describeKubeconfig(text: string): KubeconfigDescription {
     userName: user?.name ?? '',
     authKind: 'none',
   };
+  description.authKind = authKindOf(user);
   if (user?.token) {
-    description.authKind = 'token';
     const { name, expiresAt } = describeToken(user.token);
     if (name) description.tokenName = name;
     if (expiresAt) description.tokenExpiresAt = expiresAt;
-  } else if (user?.certData || user?.certFile) {
-    description.authKind = 'client-cert';
-  } else if (user?.exec || user?.authProvider) {
-    // auth-provider plugins (deprecated) run outside the driver just like exec plugins.
-    description.authKind = 'exec';
-  } else if (user?.username && user.password) {
-    description.authKind = 'basic';
   }
   return description;
 }

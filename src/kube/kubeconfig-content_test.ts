@@ -9,6 +9,9 @@ import {
   kubeconfigProblems,
   loadKubeconfig,
 } from './kubeconfig-content.js';
+import { redact } from '../log/redact.js';
+
+const REDACTED = '[REDACTED]';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
@@ -34,6 +37,15 @@ describe('decodeBase64OrPlain', () => {
       'abcd',
       '"abcd" decodes to non-UTF-8 bytes: not a base64 encoding of text',
     );
+  });
+});
+
+describe('decodeBase64OrPlain: large values', () => {
+  it('decodes 6 MiB of base64 in linear time (no regex backtracking)', () => {
+    const text = 'apiVersion: v1\n'.repeat(300_000);
+    const started = performance.now();
+    assert.equal(decodeBase64OrPlain(b64(text)), text);
+    assert.ok(performance.now() - started < 2_000, `${performance.now() - started} ms`);
   });
 });
 
@@ -126,6 +138,51 @@ describe('kubeconfig validation and description', () => {
     const problems = kubeconfigProblems(broken).join(' ');
     assert.ok(!problems.includes(FAKE_TOKEN_SECRET), problems);
     assert.ok(!problems.includes(FAKE_TOKEN), problems);
+  });
+
+  // A secret pasted unquoted is read by YAML as something else (a tag, an alias, a block
+  // scalar header, an escape): the parsers' messages quote it; ours must not.
+  const SECRET = 'Zq8w7e6r5t4y3u2i1o0p9a8s7d6f5';
+  const HOSTILE: Array<[string, string]> = [
+    ['a token beginning with "!" (a tag)', `    token: !${SECRET}\n`],
+    ['a token beginning with "!!" (a standard-looking tag)', `    token: !!${SECRET}\n`],
+    ['a token beginning with "*" (an alias)', `    token: *${SECRET}\n`],
+    ['a password beginning with "|" (a block scalar header)', `    username: u\n    password: |${SECRET}\n`],
+    ['a double-quoted token with a backslash', `    token: "\\${SECRET}"\n`],
+    ['a tag in flow style', `    {token: !${SECRET}}\n`],
+    ['a tag after a broken line', `    token: !${SECRET} x: y\n`],
+  ];
+  for (const [what, user] of HOSTILE) {
+    it(`never quotes a secret the parsers misread: ${what}`, () => {
+      const text = kubeconfigWithUser(user);
+      let problems: string;
+      try {
+        problems = kubeconfigProblems(text).join('; ');
+      } catch (err) {
+        problems = err instanceof Error ? err.message : String(err);
+      }
+      for (let i = 0; i + 6 <= SECRET.length; i++) {
+        assert.ok(!problems.includes(SECRET.slice(i, i + 6)), `"${problems}" quotes the secret`);
+      }
+      assert.throws(
+        () => loadKubeconfig(text),
+        (err: unknown) => {
+          assert.ok(err instanceof KubeconfigError, String(err));
+          assert.ok(!err.message.includes(SECRET.slice(0, 6)), err.message);
+          return true;
+        },
+      );
+      // Registered before it was validated: a line of it reaching a log is redacted whole.
+      const line = (user.trim().split('\n').at(-1) ?? '').trim();
+      assert.equal(redact(line), REDACTED);
+    });
+  }
+
+  it('says where a value YAML reads as a tag is, and to quote it', () => {
+    const problems = kubeconfigProblems(kubeconfigWithUser(`    token: !${SECRET}\n`));
+    assert.deepEqual(problems, [
+      'is not valid YAML (line 16, column 12: a value beginning with "!" is read as a YAML tag; quote the value)',
+    ]);
   });
 
   it('loads a valid one for the client', () => {

@@ -1,6 +1,7 @@
 // HTTP(S) to one apiserver: TLS and auth from the kubeconfig (via @kubernetes/client-node),
-// one keep-alive agent per client (client-node 1.x makes an agent per request), a deadline
-// on every request, and every failure turned into a classified KubeError.
+// one keep-alive agent per client (client-node 1.x makes an agent per request), direct or
+// through the proxy client-go would take (route.ts), a deadline on every request, and every
+// failure turned into a classified KubeError.
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -11,6 +12,10 @@ import {
   parseStatusBody,
   type CredentialDescription,
 } from './errors.js';
+import { createAgent, routeFor, type Route } from './route.js';
+import { describeProxy } from './proxy-environment.js';
+import { isProxyError } from './proxy-agent.js';
+import { TokenFile, tokenFileOf } from './token-file.js';
 
 export interface HttpRequest {
   method: string;
@@ -33,18 +38,36 @@ export interface HttpResponse {
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
+export interface TransportOptions {
+  /** Where HTTP_PROXY, HTTPS_PROXY and NO_PROXY are read (default: process.env). */
+  environment?: Readonly<Record<string, string | undefined>>;
+}
+
 export class Transport {
   readonly server: URL;
+  /** Direct, or which proxy, decided once: one server per client. */
+  readonly route: Route;
   private agent: http.Agent | undefined;
   private tls: https.RequestOptions | undefined;
+  private readonly tokenFile: TokenFile | undefined;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
     readonly credential: CredentialDescription,
+    options: TransportOptions = {},
   ) {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
     this.server = new URL(cluster.server);
+    this.route = routeFor(this.server, cluster.proxyUrl, options.environment ?? process.env);
+    const tokenPath = tokenFileOf(kubeConfig.getCurrentUser());
+    this.tokenFile = tokenPath ? new TokenFile(tokenPath) : undefined;
+  }
+
+  /** "https://host:6443", or "https://host:6443 through proxy http://proxy:3128 (from HTTPS_PROXY)". */
+  private get destination(): string {
+    if (this.route.kind === 'direct') return this.server.origin;
+    return `${this.server.origin} through proxy ${describeProxy(this.route.proxy.url)} (from ${this.route.proxy.source})`;
   }
 
   private get isHttps(): boolean {
@@ -55,6 +78,9 @@ export class Transport {
   private async requestOptions(req: Pick<HttpRequest, 'method' | 'path'>): Promise<https.RequestOptions> {
     const applied: https.RequestOptions = {};
     await this.kubeConfig.applyToHTTPSOptions(applied);
+    const headers = { ...(applied.headers as Record<string, string> | undefined) };
+    // A token file is read again whenever it changed (a projected service-account token rotates).
+    if (this.tokenFile) headers['Authorization'] = `Bearer ${await this.tokenFile.read()}`;
     if (!this.tls) {
       this.tls = {
         ca: applied.ca,
@@ -63,31 +89,56 @@ export class Transport {
         rejectUnauthorized: applied.rejectUnauthorized,
         servername: applied.servername,
       };
-      const agentOptions: https.AgentOptions = {
-        keepAlive: true,
-        maxSockets: 32,
-        keepAliveMsecs: 15_000,
-        ...(this.tls as https.AgentOptions),
-      };
-      this.agent = this.isHttps ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+      this.agent = createAgent(this.route, this.server, this.tls as https.AgentOptions);
     }
     const basePath = this.server.pathname.replace(/\/$/, '');
+    const path = basePath + req.path;
+    const common = { method: req.method, agent: this.agent, auth: applied.auth };
+    if (this.route.kind === 'forward') {
+      // An http:// server through an http(s) proxy: Go sends the whole URL to the proxy.
+      const proxy = this.route.proxy.url;
+      return {
+        ...common,
+        protocol: proxy.protocol,
+        hostname: unbracket(proxy.hostname),
+        port: proxy.port,
+        path: this.server.origin + path,
+        headers: {
+          ...headers,
+          Host: this.server.host,
+          ...(this.route.authorization ? { 'Proxy-Authorization': this.route.authorization } : {}),
+        },
+      };
+    }
     return {
       ...this.tls,
+      ...common,
       protocol: this.server.protocol,
-      hostname: this.server.hostname,
+      hostname: unbracket(this.server.hostname),
       port: this.server.port,
-      method: req.method,
-      path: basePath + req.path,
-      agent: this.agent,
-      auth: applied.auth,
-      headers: { ...(applied.headers as Record<string, string> | undefined) },
+      path,
+      headers,
     };
   }
 
   /** Opens a request and resolves with the response stream (for watches) once headers arrive. */
   async open(req: HttpRequest): Promise<{ response: http.IncomingMessage; abort: () => void }> {
-    const options = await this.requestOptions(req);
+    let options: https.RequestOptions;
+    try {
+      options = await this.requestOptions(req);
+    } catch (err) {
+      // An exec plugin that failed, a token file gone: no request was sent.
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new KubeError(
+        'Unknown',
+        req.operation,
+        `${req.operation}: cannot get the credential for ${this.server.origin}: ${reason}`,
+        {
+          cause: err,
+          credential: this.credential,
+        },
+      );
+    }
     options.headers = {
       ...options.headers,
       Accept: req.accept ?? 'application/json',
@@ -100,7 +151,9 @@ export class Transport {
         : {}),
     };
     return new Promise((resolve, reject) => {
-      const lib = this.isHttps ? https : http;
+      const lib = (this.route.kind === 'forward' ? this.route.proxy.url.protocol === 'https:' : this.isHttps)
+        ? https
+        : http;
       let settled = false;
       const outgoing = lib.request(options, (response) => {
         settled = true;
@@ -197,13 +250,26 @@ export class Transport {
       return new KubeError(
         'Timeout',
         req.operation,
-        `${req.operation}: no answer from ${this.server.origin} within ${req.timeoutMs} ms`,
+        `${req.operation}: no answer from ${this.destination} within ${req.timeoutMs} ms`,
       );
     }
     if (code === 'HM_ABORTED') {
       return new KubeError('Unknown', req.operation, `${req.operation}: cancelled`, { cause: err });
     }
     const reason = err instanceof Error ? err.message : String(err);
+    const proxy = this.route.kind === 'direct' ? undefined : describeProxy(this.route.proxy.url);
+    if (isProxyError(err)) {
+      return new KubeError(
+        'Unreachable',
+        req.operation,
+        `${req.operation}: cannot reach ${this.destination}: ${reason}`,
+        {
+          cause: err,
+          ...(proxy ? { proxy } : {}),
+          ...(err.statusCode !== undefined ? { proxyStatusCode: err.statusCode } : {}),
+        },
+      );
+    }
     const kind = isNetworkError(err) ? 'Unreachable' : tlsProblem(code) ? 'Unreachable' : 'Unknown';
     const hint = tlsProblem(code)
       ? ' (TLS verification failed: check certificate-authority-data in the kubeconfig)'
@@ -211,9 +277,10 @@ export class Transport {
     return new KubeError(
       kind,
       req.operation,
-      `${req.operation}: cannot reach ${this.server.origin}: ${reason}${hint}`,
+      `${req.operation}: cannot reach ${this.destination}: ${reason}${hint}`,
       {
         cause: err,
+        ...(proxy ? { proxy } : {}),
       },
     );
   }
@@ -221,6 +288,10 @@ export class Transport {
   close(): void {
     this.agent?.destroy();
   }
+}
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
 function tlsProblem(code: string | undefined): boolean {

@@ -5,6 +5,23 @@ import type { Logger } from '../log/logger.js';
 
 export type ReconcileResult = void | { requeueAfterMs: number };
 
+/** How a reconcile ended, as controller-runtime's reconcile_total labels it. */
+export type ReconcileOutcome = 'success' | 'error' | 'requeue_after';
+
+/** What a queue reports, the events client-go's workqueue metrics count (see controller/metrics.ts). */
+export interface WorkQueueMetrics {
+  /** Keys waiting, after each change. */
+  depth(n: number): void;
+  /** A key added that was not already waiting. */
+  added(): void;
+  /** A key queued again after a failed reconcile. */
+  retried(): void;
+  /** Seconds between a key's add and the start of its reconcile. */
+  waited(seconds: number): void;
+  /** Seconds one reconcile took, and how it ended. */
+  processed(seconds: number, result: ReconcileOutcome): void;
+}
+
 export interface WorkQueueOptions {
   concurrency?: number;
   baseDelayMs?: number;
@@ -12,6 +29,7 @@ export interface WorkQueueOptions {
   logger?: Logger;
   /** Called after each failed attempt (metrics, events). */
   onError?: (key: string, err: unknown, attempt: number) => void;
+  metrics?: WorkQueueMetrics;
 }
 
 export class WorkQueue {
@@ -21,6 +39,8 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** When each waiting (or dirty) key was added, for the queue-duration metric. */
+  private readonly addedAt = new Map<string, number>();
   private running = 0;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
@@ -36,13 +56,20 @@ export class WorkQueue {
 
   add(key: string): void {
     if (this.stopped) return;
+    if (this.queued.has(key) || this.dirty.has(key)) return;
+    this.options.metrics?.added();
+    if (!this.addedAt.has(key)) this.addedAt.set(key, performance.now());
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
     }
-    if (this.queued.has(key)) return;
+    this.enqueue(key);
+  }
+
+  private enqueue(key: string): void {
     this.queued.add(key);
     this.pending.push(key);
+    this.options.metrics?.depth(this.pending.length);
     this.pump();
   }
 
@@ -68,6 +95,10 @@ export class WorkQueue {
     while (!this.stopped && this.running < concurrency && this.pending.length > 0) {
       const key = this.pending.shift() as string;
       this.queued.delete(key);
+      const added = this.addedAt.get(key);
+      this.addedAt.delete(key);
+      if (added !== undefined) this.options.metrics?.waited((performance.now() - added) / 1000);
+      this.options.metrics?.depth(this.pending.length);
       this.processing.add(key);
       this.running++;
       void this.process(key);
@@ -78,11 +109,17 @@ export class WorkQueue {
   }
 
   private async process(key: string): Promise<void> {
+    const started = performance.now();
+    const done = (result: ReconcileOutcome): void =>
+      this.options.metrics?.processed((performance.now() - started) / 1000, result);
     try {
       const result = await this.reconcile(key);
       this.failures.delete(key);
-      if (result && result.requeueAfterMs >= 0) this.addAfter(key, result.requeueAfterMs);
+      const requeue = result && result.requeueAfterMs >= 0;
+      done(requeue ? 'requeue_after' : 'success');
+      if (requeue) this.addAfter(key, result.requeueAfterMs);
     } catch (err) {
+      done('error');
       const attempt = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, attempt);
       this.options.onError?.(key, err, attempt);
@@ -93,11 +130,13 @@ export class WorkQueue {
       });
       const base = this.options.baseDelayMs ?? 200;
       const max = this.options.maxDelayMs ?? 60_000;
+      this.options.metrics?.retried();
       this.addAfter(key, Math.min(max, base * 2 ** (attempt - 1)));
     } finally {
       this.processing.delete(key);
       this.running--;
-      if (this.dirty.delete(key)) this.add(key);
+      // Added (and counted) while it was being processed: it waits from that add on.
+      if (this.dirty.delete(key) && !this.stopped) this.enqueue(key);
       this.pump();
     }
   }
@@ -114,6 +153,8 @@ export class WorkQueue {
     this.timers.clear();
     this.pending.length = 0;
     this.queued.clear();
+    this.addedAt.clear();
+    this.options.metrics?.depth(0);
     while (this.running > 0) await new Promise((r) => setTimeout(r, 10));
   }
 }

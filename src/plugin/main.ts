@@ -1,6 +1,5 @@
-// docker-machine-driver-harvester: the plugin executable rancher-machine launches.
-// No top-level await: the single-executable build bundles this file to CommonJS.
-import { HarvesterDriver } from '../driver/harvester-driver.js';
-import { runPlugin } from './plugin-main.js';
+// docker-machine-driver-harvester under Node (`node dist/src/plugin/main.js`); the single
+// executable runs the same function from src/bin/harvester-machine.ts.
+import { runHarvesterPlugin } from './harvester-plugin.js';
 
-void runPlugin(({ logger, argv, env }) => new HarvesterDriver({ logger, argv, env }));
+void runHarvesterPlugin();

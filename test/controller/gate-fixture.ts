@@ -1,8 +1,11 @@
-// The world of the controller's integration tests: a Rancher control plane (CAPI,
-// provisioning and rke-machine kinds) with the CAPI stand-in, a Harvester control plane,
-// Harvester users whose bootstrap tokens expire when told, cloud credentials for them, and
-// the controller itself, started through main.ts's run() as a user bound to exactly the
-// chart's RBAC. Everything is stopped after the file's tests.
+// The world of the controller's integration tests: Rancher's local cluster with the real
+// Cluster API manager (sandbox/capi; the version from HARVESTER_MACHINE_CAPI_VERSION or the
+// fixture's option) and Rancher's stand-in for its own controllers (bootstrap, machine
+// provisioning, rm jobs), a Harvester control plane, Harvester users whose bootstrap tokens
+// expire when told, cloud credentials for them, and the controller itself, started through
+// main.ts's run() as a user bound to exactly the chart's RBAC (or, for failover tests, as
+// processes). Everything is stopped after the file's tests.
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,10 +19,27 @@ import { parseConfig } from '../../src/controller/config.js';
 import { run, type Running } from '../../src/controller/main.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { createTokenUser, tokenKubeconfig, type TokenUser } from '../../sandbox/control-plane/access.js';
+import {
+  clusterApiVersion,
+  machineType,
+  startRancherWithClusterApi,
+  type ClusterApi,
+  type ClusterApiVersion,
+} from '../../sandbox/capi/index.js';
 import { startControlPlane, type ControlPlane } from '../../sandbox/control-plane/control-plane.js';
 import { installCrds } from '../../sandbox/crds/install.js';
-import { startCapiStandIn, type CapiStandIn, type RemovalJob } from '../../sandbox/rancher/capi-standin.js';
 import { harvesterCloudCredential, saveHarvesterCloudCredential } from '../../sandbox/rancher/credentials.js';
+import {
+  createGuestCluster,
+  createMachineVm,
+  type GuestClusterSpec,
+  type GuestMachine,
+} from '../../sandbox/rancher/guest-cluster.js';
+import {
+  startRancherStandIn,
+  type RancherStandIn,
+  type RemovalJob,
+} from '../../sandbox/rancher/rancher-standin.js';
 import { bindChartRbac } from './chart-rbac.js';
 
 export const NS = 'fleet-test';
@@ -38,13 +58,19 @@ export interface RemovalObservation {
 export interface GateWorld {
   rancher: ControlPlane;
   harvester: ControlPlane;
-  controller: Running;
-  standIn: CapiStandIn;
+  clusterApi: ClusterApi;
+  /** Absent with `controller: false` (the test starts its own). */
+  controller: Running | undefined;
+  standIn: RancherStandIn;
   observations: RemovalObservation[];
   logLines: string[];
   /** A Harvester user allowed to read and change VMs, and its kubeconfig. */
   harvesterUser(name: string, expiresAt: Date): Promise<{ user: TokenUser; kubeconfig: string }>;
   saveCredential(name: string, kubeconfig: string, expiresAt?: Date): Promise<void>;
+  /** A guest cluster as Rancher makes it (Cluster API creates its Machines), and each machine's VM. */
+  guest(
+    spec: Omit<GuestClusterSpec, 'namespace' | 'vmNamespace' | 'downstreamKubeconfig'>,
+  ): Promise<GuestMachine[]>;
   waitGone(type: typeof Resources.provisioningCluster, name: string, timeoutMs?: number): Promise<void>;
   events(
     reason: string,
@@ -63,10 +89,11 @@ const VM_RULES = [
  * The controller as the chart runs it: main.ts's run(), leader election on, a kubeconfig
  * file for a Rancher user bound to exactly the chart's RBAC, JSON logs captured.
  */
-export async function startControllerAsChart(
+/** A kubeconfig for a Rancher user bound to exactly the chart's RBAC. */
+export async function chartKubeconfig(
   rancher: ControlPlane,
-  opts: { namespace: string; systemNamespace: string; gateDeadline: string },
-): Promise<{ controller: Running; logLines: string[]; stop: () => Promise<void> }> {
+  opts: { namespace: string; systemNamespace: string },
+): Promise<string> {
   const controllerUser = await createTokenUser(rancher.admin, {
     expiresAt: new Date(Date.now() + 86_400_000),
   });
@@ -75,18 +102,21 @@ export async function startControllerAsChart(
     credentialNamespace: 'cattle-global-data',
     systemNamespace: opts.systemNamespace,
   });
+  return tokenKubeconfig({
+    name: 'rancher',
+    server: rancher.server,
+    caPem: rancher.caPem,
+    token: controllerUser.token,
+  });
+}
+
+export async function startControllerAsChart(
+  rancher: ControlPlane,
+  opts: { namespace: string; systemNamespace: string; gateDeadline: string },
+): Promise<{ controller: Running; logLines: string[]; stop: () => Promise<void> }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-controller-'));
   const kubeconfigPath = path.join(dir, 'kubeconfig');
-  fs.writeFileSync(
-    kubeconfigPath,
-    tokenKubeconfig({
-      name: 'rancher',
-      server: rancher.server,
-      caPem: rancher.caPem,
-      token: controllerUser.token,
-    }),
-    { mode: 0o600 },
-  );
+  fs.writeFileSync(kubeconfigPath, await chartKubeconfig(rancher, opts), { mode: 0o600 });
   const logLines: string[] = [];
   const logger = createLogger({
     format: 'json',
@@ -121,19 +151,25 @@ export async function startControllerAsChart(
   };
 }
 
-export function useGateWorld(opts: { gateDeadline?: string } = {}): { readonly world: GateWorld } {
+export function useGateWorld(
+  opts: { gateDeadline?: string; clusterApi?: ClusterApiVersion; controller?: boolean } = {},
+): { readonly world: GateWorld; readonly version: ClusterApiVersion } {
+  const version = opts.clusterApi ?? clusterApiVersion();
   let world: GateWorld | undefined;
   const cleanups: Array<() => Promise<void>> = [];
   before(async () => {
-    const [rancher, harvester] = await Promise.all([
-      startControlPlane({ name: 'rancher' }),
+    // Both settle before a failure is reported, so the one that did start is stopped.
+    const [startedCapi, startedHarvester] = await Promise.allSettled([
+      startRancherWithClusterApi({ clusterApi: { namespace: NS, version } }),
       startControlPlane({ name: 'harvester', controllerManager: false }),
     ]);
-    cleanups.push(
-      () => rancher.stop(),
-      () => harvester.stop(),
-    );
-    await Promise.all([installCrds(rancher.admin, 'rancher'), installCrds(harvester.admin, 'harvester')]);
+    if (startedCapi.status === 'fulfilled') cleanups.push(() => startedCapi.value.stop());
+    if (startedHarvester.status === 'fulfilled') cleanups.push(() => startedHarvester.value.stop());
+    if (startedCapi.status === 'rejected') throw startedCapi.reason;
+    if (startedHarvester.status === 'rejected') throw startedHarvester.reason;
+    const { rancher, clusterApi } = startedCapi.value;
+    const harvester = startedHarvester.value;
+    await installCrds(harvester.admin, 'harvester');
     for (const name of [NS, SYSTEM_NS])
       await rancher.admin.create(Resources.namespace, {
         apiVersion: 'v1',
@@ -179,23 +215,48 @@ export function useGateWorld(opts: { gateDeadline?: string } = {}): { readonly w
         client.close();
       }
     };
-    const standIn = await startCapiStandIn(rancher.admin, { namespace: NS, removalJob, retryDelayMs: 300 });
+    const standIn = await startRancherStandIn(rancher.admin, {
+      namespace: NS,
+      removalJob,
+      retryDelayMs: 300,
+    });
     cleanups.unshift(() => standIn.stop());
 
-    const { controller, logLines, stop } = await startControllerAsChart(rancher, {
-      namespace: NS,
-      systemNamespace: SYSTEM_NS,
-      gateDeadline: opts.gateDeadline ?? '10m',
-    });
-    cleanups.unshift(stop);
+    let controller: Running | undefined;
+    let logLines: string[] = [];
+    if (opts.controller !== false) {
+      const started = await startControllerAsChart(rancher, {
+        namespace: NS,
+        systemNamespace: SYSTEM_NS,
+        gateDeadline: opts.gateDeadline ?? '10m',
+      });
+      ({ controller, logLines } = started);
+      cleanups.unshift(started.stop);
+    }
 
     world = {
       rancher,
       harvester,
+      clusterApi,
       controller,
       standIn,
       observations,
       logLines,
+      async guest(spec) {
+        const machines = await createGuestCluster(rancher.admin, {
+          ...spec,
+          namespace: NS,
+          vmNamespace: VM_NS,
+          downstreamKubeconfig: rancher.adminKubeconfig,
+        });
+        for (const m of machines)
+          await createMachineVm(harvester.admin, {
+            instanceName: m.instanceName,
+            clusterName: spec.name,
+            vmNamespace: VM_NS,
+          });
+        return machines;
+      },
       async harvesterUser(name, expiresAt) {
         const user = await createTokenUser(harvester.admin, { expiresAt, rules: VM_RULES });
         return {
@@ -241,9 +302,66 @@ export function useGateWorld(opts: { gateDeadline?: string } = {}): { readonly w
     for (const c of cleanups) await c().catch(() => undefined);
   });
   return {
+    version,
     get world(): GateWorld {
       if (!world) throw new Error('the world is not started yet');
       return world;
     },
   };
+}
+
+type MachineStatus = KubeObject & {
+  status?: {
+    conditions?: Array<{ type: string; status: string; reason?: string }>;
+    v1beta2?: { conditions?: Array<{ type: string; message?: string }> };
+    deprecated?: { v1beta1?: { conditions?: Array<{ type: string; reason?: string }> } };
+  };
+};
+const PROBE_HOOK = 'pre-terminate.delete.hook.machine.cluster.x-k8s.io/test-probe';
+
+/**
+ * A second pre-terminate hook changes what Cluster API reports (its v1beta2 Deleting condition
+ * names the hooks it waits for), so it writes the Machine's status: once it has, our condition
+ * must still be there. Where Cluster API stores v1beta2, the condition lives in
+ * status.deprecated.v1beta1.conditions of the stored object.
+ */
+export async function conditionSurvivesClusterApi(
+  world: GateWorld,
+  version: ClusterApiVersion,
+  machine: string,
+): Promise<void> {
+  const at = { namespace: NS, name: machine };
+  await world.rancher.admin.patch(Resources.capiMachine, at, {
+    metadata: { annotations: { [PROBE_HOOK]: 'test' } },
+  });
+  try {
+    const after = await waitFor<MachineStatus>(world.rancher.admin, {
+      type: Resources.capiMachine,
+      namespace: NS,
+      name: machine,
+      timeoutMs: 30_000,
+      description: "Cluster API's status write naming the probe hook",
+      until: (o) =>
+        o?.status?.v1beta2?.conditions?.some(
+          (c) => c.type === 'Deleting' && /test-probe/.test(c.message ?? ''),
+        ) ?? false,
+    });
+    assert.ok(
+      after?.status?.conditions?.some(
+        (c) => c.type === 'HarvesterVolumeCleanup' && c.reason === 'HarvesterCredentialRejected',
+      ),
+      `the condition survived Cluster API's status write: ${JSON.stringify(after?.status?.conditions)}`,
+    );
+    if (version.storage === 'v1beta2') {
+      const stored = await world.rancher.admin.get<MachineStatus>(machineType('v1beta2'), at);
+      assert.ok(
+        stored.status?.deprecated?.v1beta1?.conditions?.some((c) => c.type === 'HarvesterVolumeCleanup'),
+        `v1beta2 keeps it in status.deprecated.v1beta1.conditions: ${JSON.stringify(stored.status)}`,
+      );
+    }
+  } finally {
+    await world.rancher.admin.patch(Resources.capiMachine, at, {
+      metadata: { annotations: { [PROBE_HOOK]: null } },
+    });
+  }
 }

@@ -1,6 +1,7 @@
-// The load balancers of deleted guest clusters (docs/decisions/0007) on the whole sandbox:
+// The load balancers of deleted guest clusters (docs/decisions/0011) on the whole sandbox:
 // Harvester's load balancer controller and the cloud provider played by the stand-ins, the
-// CAPI stand-in running the real driver's Remove, the controller under the chart's RBAC
+// real Cluster API manager with Rancher's stand-in running the real driver's Remove in process
+// as its rm job, the controller under the chart's RBAC
 // reaching Harvester through the cloud credential. What is checked is what an operator
 // sees: which load balancers are left on Harvester, which addresses the IP pool still
 // hands out as taken, the Events on the cluster and the metrics.
@@ -9,10 +10,11 @@ import { after, before, describe, it } from 'node:test';
 import type { IpPool, LoadBalancer } from '../../src/harvester/load-balancers.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
-import { startCapiStandIn, type CapiStandIn } from '../../sandbox/rancher/capi-standin.js';
+import { startRancherStandIn, type RancherStandIn } from '../../sandbox/rancher/rancher-standin.js';
 import {
   createGuestCluster,
   createMachineVm,
+  scaleDownPool,
   type GuestMachine,
 } from '../../sandbox/rancher/guest-cluster.js';
 import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
@@ -26,11 +28,14 @@ const VM_NS = 'default';
 const POOL = 'lb-test-pool';
 
 let sandbox: Sandbox | undefined;
-let standIn: CapiStandIn | undefined;
+let standIn: RancherStandIn | undefined;
 let controller: Awaited<ReturnType<typeof startControllerAsChart>> | undefined;
 
 before(async () => {
-  sandbox = await startSandbox({ standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } } });
+  sandbox = await startSandbox({
+    standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
+    clusterApi: { namespace: NS },
+  });
   for (const name of [NS, SYSTEM_NS])
     await sandbox.rancher.admin.create(Resources.namespace, {
       apiVersion: 'v1',
@@ -42,7 +47,7 @@ before(async () => {
     subnet: '203.0.113.0/24',
     gateway: '203.0.113.1',
   });
-  standIn = await startCapiStandIn(sandbox.rancher.admin, { namespace: NS, retryDelayMs: 500 });
+  standIn = await startRancherStandIn(sandbox.rancher.admin, { namespace: NS, retryDelayMs: 500 });
   controller = await startControllerAsChart(sandbox.rancher, {
     namespace: NS,
     systemNamespace: SYSTEM_NS,
@@ -65,18 +70,15 @@ async function guest(
   opts: { machines: number; services: string[]; optOut?: boolean },
 ): Promise<{ machines: GuestMachine[]; lbs: Array<LoadBalancer & KubeObject> }> {
   const s = sbx();
-  const machines = await createGuestCluster(
-    s.rancher.admin,
-    {
-      namespace: NS,
-      name,
-      clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
-      pools: [{ name: 'wk', quantity: opts.machines }],
-      vmNamespace: VM_NS,
-      ...(opts.optOut ? { optOut: true } : {}),
-    },
-    s.kubeconfigs.harvesterViaRancher,
-  );
+  const machines = await createGuestCluster(s.rancher.admin, {
+    namespace: NS,
+    name,
+    clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
+    pools: [{ name: 'wk', quantity: opts.machines }],
+    vmNamespace: VM_NS,
+    downstreamKubeconfig: s.kubeconfigs.rancherLocal,
+    ...(opts.optOut ? { optOut: true } : {}),
+  });
   for (const m of machines)
     await createMachineVm(s.harvester.admin, {
       instanceName: m.instanceName,
@@ -148,7 +150,12 @@ describe('load balancers of deleted guest clusters (controller + stand-ins on th
 
     // Scale lb-b down to nothing: its only VM goes, the cluster stays, so do its load balancers.
     const only = b.machines[0] as GuestMachine;
-    await sbx().rancher.admin.delete(Resources.capiMachine, { namespace: NS, name: only.name });
+    await scaleDownPool(sbx().rancher.admin, {
+      namespace: NS,
+      cluster: 'lb-b',
+      pool: 'wk',
+      machine: only.name,
+    });
     await waitFor(sbx().rancher.admin, {
       type: Resources.capiMachine,
       namespace: NS,

@@ -1,8 +1,10 @@
-// The single executable itself (what `npm run build` ships), without rancher-machine: run
-// by hand it refuses with RegisterDriver's exact message; launched as rancher-machine
-// launches it, the listen address is its very first stdout line, it answers net/rpc under
-// both service names, and it exits 0 on Close; left alone it exits 1 after 10 s. It runs
-// with no Node on PATH (the runtime is inside it). Go is not needed: never skipped.
+// The single executable itself (what `npm run build` ships), without rancher-machine: as
+// docker-machine-driver-harvester run by hand it refuses with RegisterDriver's exact
+// message; launched as rancher-machine launches it, the listen address is its very first
+// stdout line, it answers net/rpc under both service names, and it exits 0 on Close; left
+// alone it exits 1 after 10 s. As harvester-machine it is the CLI, `controller` the
+// controller, and the plugin again in rancher-machine's plugin environment. It runs with
+// no Node on PATH (the runtime is inside it).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { before, describe, it } from 'node:test';
@@ -10,20 +12,27 @@ import { driverRegistry, mcnFlagSliceType } from '../../src/plugin/driver-types.
 import { goEmptyStruct, goInt, goString } from '../../src/plugin/gob/go-types.js';
 import { NOT_A_PLUGIN_MESSAGE } from '../../src/plugin/plugin-main.js';
 import { RpcTestClient } from '../../src/plugin/testing/rpc-test-client.js';
-import { pluginExecutable } from '../../sandbox/rancher-machine/plugin-executable.js';
+import {
+  harvesterMachineExecutable,
+  pluginExecutable,
+  unpackCacheEnv,
+} from '../../sandbox/rancher-machine/plugin-executable.js';
 import { PLUGIN_ENV, startPlugin } from './support/plugin-process.js';
 
 /** No Node, no Go on PATH: the executable must bring its own runtime. */
-const BARE_ENV = { PATH: '/nonexistent', HOME: '/nonexistent' };
+const BARE_ENV = { PATH: '/nonexistent', HOME: '/nonexistent', ...unpackCacheEnv() };
 /** The child's argv after the executable: rancher-machine's own argv. */
 const RANCHER_MACHINE_ARGV = ['rancher-machine', 'create', '-d', 'harvester', 'm1'];
+const VERSION_LINE =
+  /^harvester-machine \d+\.\d+\.\d+ \(revision [0-9a-f]{12}(-dirty)?, Node\.js 24\.\d+\.\d+\)\n$/;
 
 function runToEnd(
   file: string,
   env: NodeJS.ProcessEnv,
+  args: readonly string[] = RANCHER_MACHINE_ARGV,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, RANCHER_MACHINE_ARGV, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -98,6 +107,45 @@ describe('the plugin executable (docker-machine-driver-harvester)', { timeout: 5
       const waited = Date.now() - started;
       assert.equal(code, 1);
       assert.ok(waited >= 9_500 && waited < 13_000, `exited after ${waited} ms`);
+    } finally {
+      plugin.child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('the same executable as harvester-machine', { timeout: 5 * 60_000 }, () => {
+  let executable = '';
+  before(async () => {
+    executable = await harvesterMachineExecutable();
+  });
+
+  it('is the CLI: --version names the version, the source revision and Node', async () => {
+    const run = await runToEnd(executable, BARE_ENV, ['--version']);
+    assert.equal(run.stderr, '');
+    assert.match(run.stdout, VERSION_LINE);
+    assert.equal(run.code, 0);
+    const usage = await runToEnd(executable, BARE_ENV, ['--help']);
+    assert.match(usage.stdout, /^Usage: harvester-machine \[options\] \[command\]/);
+    assert.match(usage.stdout, /\n {2}volumes /);
+  });
+
+  it('is the controller for `controller`, with its own flags and exit codes', async () => {
+    const help = await runToEnd(executable, BARE_ENV, ['controller', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^harvester-machine-controller \[flags\]\n/);
+    const bad = await runToEnd(executable, BARE_ENV, ['controller', '--no-such-flag']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /no-such-flag/);
+  });
+
+  it("is the plugin in rancher-machine's plugin environment, whatever its name", async () => {
+    const plugin = await startPlugin(executable, RANCHER_MACHINE_ARGV, { ...BARE_ENV, ...PLUGIN_ENV });
+    try {
+      assert.match(plugin.address, /^127\.0\.0\.1:\d+$/);
+      const client = await RpcTestClient.dial(plugin.address, driverRegistry());
+      assert.deepEqual(await client.call('RPCServerDriver.DriverName', goString), { reply: 'harvester' });
+      await client.call('RPCServerDriver.Close', goEmptyStruct).catch(() => undefined);
+      assert.deepEqual(await plugin.exited, [0, null]);
     } finally {
       plugin.child.kill('SIGKILL');
     }

@@ -20,6 +20,7 @@ import { useSandbox } from '../support/sandbox-fixture.js';
 import { newMachine } from '../support/machines.js';
 import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone } from '../support/volumes.js';
 import { useInterop } from './support/interop-fixture.js';
+import { goDriverLines, phaseLines, pluginLines, unknownLines } from './support/job-log.js';
 import {
   goDriverConfig,
   machineDir,
@@ -75,6 +76,43 @@ async function vmUserData(admin: KubeClient, name: string): Promise<string> {
 /** The output's lines: rancher-machine's own and the plugin's ("(<machine>) …"), in order. */
 function lines(output: string): string[] {
   return output.split('\n').filter((l) => l !== '');
+}
+
+/**
+ * The job log of one command for one machine: the lines the Go driver prints, exactly and in
+ * its order ("Closing plugin on server side" races the parent's exit, so it is left out), and
+ * no plugin line of a form we do not know.
+ */
+function assertJobLog(stdout: string, machine: string, goLines: string[]): string[] {
+  const lines = pluginLines(stdout, machine);
+  assert.deepEqual(unknownLines(lines), [], `unknown plugin lines in:\n${lines.join('\n')}`);
+  assert.deepEqual(
+    goDriverLines(lines).filter((l) => l !== 'Closing plugin on server side'),
+    goLines,
+    `the Go driver's lines in:\n${lines.join('\n')}`,
+  );
+  return lines;
+}
+
+/** KubeVirt's phases in the order a starting VM instance goes through them. */
+const START_PHASES = [
+  'VM instance Pending',
+  'VM instance Scheduling',
+  'VM instance Scheduled',
+  'VM instance Running',
+];
+
+/** The phase lines of a start: in KubeVirt's order, Scheduled and Running among them. */
+function assertStartPhases(lines: string[]): void {
+  const phases = phaseLines(lines).filter((p) => START_PHASES.includes(p));
+  const order = phases.map((p) => START_PHASES.indexOf(p));
+  assert.deepEqual(
+    order,
+    [...order].sort((a, b) => a - b),
+    `phases in KubeVirt's order: ${phases.join(', ')}`,
+  );
+  for (const p of ['VM instance Scheduled', 'VM instance Running'])
+    assert.ok(phases.includes(p), `a line for ${p} in:\n${lines.join('\n')}`);
 }
 
 function assertInOrder(output: string, expected: Array<string | RegExp>): void {
@@ -138,6 +176,24 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
       assert.equal(vm.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME], cluster);
       const ip = await vmiAddress(admin, instance);
       assert.ok(ip, 'the VM instance reports an IP');
+      // The job log Rancher shows: the Go driver's lines, then what we add about the waits.
+      const lines = assertJobLog(run.stdout, instance, [
+        'Creating New SSH Key',
+        `Using public Key: ${path.join(machineDir(store, instance), 'id_rsa')}.pub`,
+        'Waiting for node become Running',
+        'Waiting for node get ip',
+        `Get machine ip: ${ip}`,
+      ]);
+      assert.ok(
+        lines.some((l) => l.startsWith(`Creating VM ${NS}/${instance}`)),
+        'the VM creation is in the log',
+      );
+      assertStartPhases(lines);
+      const afterIpWait = lines.slice(lines.indexOf('Waiting for node get ip') + 1);
+      assert.match(
+        afterIpWait[0] ?? '',
+        /^VM instance Running; 1 interface reported, none with a usable address; qemu-guest-agent not connected/,
+      );
 
       const host = readHostDocument(store, instance);
       assert.equal(host.ConfigVersion, 3);
@@ -201,6 +257,7 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
         `(${instance}) Stop node`,
         `Machine "${instance}" was stopped.`,
       ]);
+      assertJobLog(stop.stdout, instance, ['Stop node', 'Waiting for node become Stopped']);
       assert.equal(
         await admin.find(Resources.virtualMachineInstance, { namespace: NS, name: instance }),
         undefined,
@@ -215,6 +272,13 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
         'Waiting for SSH to be available...',
         'Detecting the provisioner...',
       ]);
+      assertStartPhases(
+        assertJobLog(start.stdout, instance, [
+          'Start node',
+          'Waiting for node become Running',
+          'Waiting for node get ip',
+        ]),
+      );
       const startedIp = await vmiAddress(admin, instance);
       assert.ok(startedIp);
       assert.equal(ownOutput(await cli.expect(['status', instance])), 'Running\n');
@@ -237,6 +301,14 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
         `(${instance}) Restart node`,
         'Waiting for SSH to be available...',
       ]);
+      assertStartPhases(
+        assertJobLog(restart.stdout, instance, [
+          'Restart node',
+          'Waiting for node restarted',
+          'Waiting for node become Running',
+          'Waiting for node get ip',
+        ]),
+      );
       const after = await admin.get<KubeObject>(Resources.virtualMachineInstance, {
         namespace: NS,
         name: instance,
@@ -257,6 +329,7 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
         `(${instance}) Waiting for node removed`,
         `Successfully removed ${instance}`,
       ]);
+      assertJobLog(rm.stdout, instance, ['Remove node', 'Waiting for node removed']);
       assert.doesNotMatch(rm.output, /Force the removal/);
       assert.equal(await admin.find(Resources.virtualMachine, { namespace: NS, name: instance }), undefined);
       for (const disk of disks) await waitPvcGone(admin, NS, disk);
@@ -331,6 +404,11 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
         `(${doomed.name}) Force the removal of all persistent volume claims`,
         `(${doomed.name}) Waiting for node removed`,
         `Successfully removed ${doomed.name}`,
+      ]);
+      assertJobLog(rm.stdout, doomed.name, [
+        'Remove node',
+        'Force the removal of all persistent volume claims',
+        'Waiting for node removed',
       ]);
       assert.equal(
         await admin.find(Resources.virtualMachine, { namespace: NS, name: doomed.name }),

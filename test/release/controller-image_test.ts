@@ -21,7 +21,7 @@ import { Resources, type KubeObject, type ResourceType } from '../../src/kube/re
 import { waitFor } from '../../src/kube/wait.js';
 import { freePort } from '../../sandbox/control-plane/ports.js';
 import { serviceAccountToken } from '../../sandbox/control-plane/service-account-token.js';
-import { startCapiStandIn, type CapiStandIn } from '../../sandbox/rancher/capi-standin.js';
+import { startRancherStandIn, type RancherStandIn } from '../../sandbox/rancher/rancher-standin.js';
 import {
   createGuestCluster,
   createMachineVm,
@@ -59,7 +59,7 @@ const DEPLOYMENT: ResourceType = {
 const JOB: ResourceType = { group: 'batch', version: 'v1', plural: 'jobs', kind: 'Job', namespaced: true };
 
 let sandbox: Sandbox | undefined;
-let standIn: CapiStandIn | undefined;
+let standIn: RancherStandIn | undefined;
 let controller: RunningContainer | undefined;
 let metricsPort = 0;
 let artifacts: ReleaseArtifacts;
@@ -85,7 +85,10 @@ before(async () => {
   artifacts = await releaseArtifacts();
   const [id, started] = await Promise.all([
     loadImage(artifacts.image),
-    startSandbox({ standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } } }),
+    startSandbox({
+      standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
+      clusterApi: { namespace: NS },
+    }),
   ]);
   imageId = id;
   sandbox = started;
@@ -119,7 +122,7 @@ before(async () => {
 
   // Rancher's rm job: looks at the VM as it is when the job starts, then the driver's Remove.
   const remove = driverRemovalJob(rancher.admin);
-  standIn = await startCapiStandIn(rancher.admin, {
+  standIn = await startRancherStandIn(rancher.admin, {
     namespace: NS,
     retryDelayMs: 500,
     removalJob: async (ctx) => {
@@ -171,17 +174,14 @@ async function guestCluster(name: string, quantity: number): Promise<GuestMachin
     { namespace: VM_NS, name: s.seeds.image },
   );
   const imageStorageClass = image.status?.storageClassName;
-  const machines = await createGuestCluster(
-    s.rancher.admin,
-    {
-      name,
-      namespace: NS,
-      vmNamespace: VM_NS,
-      clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
-      pools: [{ name: 'wk', quantity }],
-    },
-    s.kubeconfigs.harvesterViaRancher,
-  );
+  const machines = await createGuestCluster(s.rancher.admin, {
+    name,
+    namespace: NS,
+    vmNamespace: VM_NS,
+    clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
+    pools: [{ name: 'wk', quantity }],
+    downstreamKubeconfig: s.kubeconfigs.rancherLocal,
+  });
   for (const m of machines)
     await createMachineVm(s.harvester.admin, {
       instanceName: m.instanceName,

@@ -46,6 +46,8 @@ export interface MachineSpec {
   flags?: Record<string, FlagValue>;
   env?: Record<string, string | undefined>;
   argv?: string[];
+  /** How often a wait without news logs a "Still waiting" line (the driver's default: 15 s). */
+  progressIntervalMs?: number;
 }
 
 export function machineFlags(spec: MachineSpec): Map<string, FlagValue> {
@@ -66,7 +68,12 @@ export function machineFlags(spec: MachineSpec): Map<string, FlagValue> {
 /** A driver as rancher-machine's create prepares it (SetConfigRaw of NewHost, then flags). */
 export function newMachine(spec: MachineSpec): { driver: HarvesterDriver; log: CapturedLog } {
   const { log, logger } = captureLog();
-  const driver = new HarvesterDriver({ logger, argv: spec.argv ?? [], env: spec.env ?? {} });
+  const driver = new HarvesterDriver({
+    logger,
+    argv: spec.argv ?? [],
+    env: spec.env ?? {},
+    ...(spec.progressIntervalMs !== undefined ? { progressIntervalMs: spec.progressIntervalMs } : {}),
+  });
   driver.setConfigRaw(Buffer.from(JSON.stringify({ MachineName: spec.name, StorePath: spec.storePath })));
   driver.setConfigFromFlags(machineFlags(spec));
   return { driver, log };

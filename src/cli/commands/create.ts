@@ -10,11 +10,12 @@ import { HarvesterDriver } from '../../driver/harvester-driver.js';
 import type { CliContext } from '../context.js';
 import { addDriverFlags, collectFlagValues, givenFlag } from '../driver-flags.js';
 import { UsageError } from '../errors.js';
-import { chooseKubeconfig, readKubeconfigFile } from '../kubeconfig-source.js';
+import { chooseKubeconfig, overrideContext, readKubeconfigFile } from '../kubeconfig-source.js';
 import { checkMachineName } from '../store/host-config.js';
 
 interface CreateOptions extends Record<string, unknown> {
   kubeconfig?: string;
+  context?: string;
 }
 
 /** The kubeconfig for a new machine: --harvester-kubeconfig-content, --kubeconfig, then the environment. */
@@ -23,10 +24,11 @@ function kubeconfigFor(ctx: CliContext, opts: CreateOptions, fromFlags: string):
   if (inline !== undefined && opts.kubeconfig) {
     throw new UsageError('give either --kubeconfig or --harvester-kubeconfig-content, not both');
   }
-  if (inline !== undefined) return fromFlags;
-  if (opts.kubeconfig) return readKubeconfigFile(opts.kubeconfig, '--kubeconfig');
-  if (fromFlags !== '') return fromFlags; // HARVESTER_KUBECONFIG_CONTENT
-  return chooseKubeconfig(undefined, ctx.env).content;
+  if (inline !== undefined) return overrideContext(fromFlags, opts.context, '--harvester-kubeconfig-content');
+  if (opts.kubeconfig) return readKubeconfigFile(opts.kubeconfig, '--kubeconfig', opts.context);
+  // HARVESTER_KUBECONFIG_CONTENT
+  if (fromFlags !== '') return overrideContext(fromFlags, opts.context, FLAGS.kubeconfigContent.envVar);
+  return chooseKubeconfig(undefined, ctx.env, undefined, opts.context).content;
 }
 
 async function create(ctx: CliContext, name: string, opts: CreateOptions): Promise<void> {
@@ -84,6 +86,7 @@ export function registerCreate(program: Command, ctx: CliContext): void {
     .option(
       '--kubeconfig <file>',
       'read the Harvester kubeconfig from this file (default: --harvester-kubeconfig-content, then $KUBECONFIG)',
-    );
+    )
+    .option('--context <name>', 'with a kubeconfig: use this context instead of its current-context');
   addDriverFlags(command).action((name: string, opts: CreateOptions) => create(ctx, name, opts));
 }

@@ -50,6 +50,7 @@ import { outputOption } from './machine-info.js';
 
 interface DoctorOptions {
   kubeconfig?: string;
+  context?: string;
   cloudCredential?: string;
   rancherKubeconfig?: string;
   namespace: string;
@@ -233,7 +234,7 @@ async function doctor(ctx: CliContext, opts: DoctorOptions): Promise<void> {
     let subject: Subject | CheckResult;
     if (credentialRef && rancher) subject = await fromCloudCredential(credentialRef, rancher);
     else {
-      const choice = chooseKubeconfig(opts.kubeconfig, ctx.env);
+      const choice = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
       subject = { kubeconfig: choice.content, origin: { viaRancher: false }, expirySources: [], results: [] };
     }
     results = 'kubeconfig' in subject ? await checkKubeconfig(subject, opts, rancher) : [subject];
@@ -260,6 +261,7 @@ export function registerDoctor(program: Command, ctx: CliContext): void {
       '--kubeconfig <file>',
       'the kubeconfig to check (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',
     )
+    .option('--context <name>', 'with a kubeconfig: use this context instead of its current-context')
     .option(
       '--cloud-credential <namespace:name>',
       'check a Rancher Harvester cloud credential instead (e.g. cattle-global-data:cc-abc12)',

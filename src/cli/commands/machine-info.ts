@@ -23,6 +23,7 @@ export function outputOption(): Option {
 /** Options every command about one stored machine takes: a fresh credential. */
 export function addMachineCredentialOptions(command: Command): Command {
   command.option('--kubeconfig <file>', "use this kubeconfig instead of the machine's saved one");
+  command.option('--context <name>', 'with a kubeconfig: use this context instead of its current-context');
   return addFreshCredentialFlag(command);
 }
 

@@ -26,6 +26,7 @@ import { outputOption } from './machine-info.js';
 interface OrphanedOptions {
   namespace?: string;
   kubeconfig?: string;
+  context?: string;
   delete?: boolean;
   yes?: boolean;
   includeUnknown?: boolean;
@@ -92,7 +93,7 @@ export async function deleteOrphans(
 async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
-  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env);
+  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
   const client = KubeClient.fromKubeconfig(content);
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
@@ -142,6 +143,7 @@ export function registerVolumes(program: Command, ctx: CliContext): void {
       '--kubeconfig <file>',
       'Harvester kubeconfig (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',
     )
+    .option('--context <name>', 'with a kubeconfig: use this context instead of its current-context')
     .option('--min-age <duration>', 'leave out volumes younger than this (0, 90s, 10m, 2h, 7d)', '10m')
     .option('--delete', 'delete the listed volumes, after a confirmation')
     .option('-y, --yes', 'with --delete: do not ask for confirmation')

@@ -1,8 +1,10 @@
 // Every check of a driver config that can be made before anything is created, whether it
 // came from flags or from a saved config.json; each problem names its flag.
+import { parseAffinity } from '../../harvester/affinity.js';
 import { cloudConfigProblem } from '../../harvester/cloud-init.js';
 import {
   diskInfoProblems,
+  diskInfoWarnings,
   namespacedNameProblem,
   NETWORK_MODELS,
   networkInfoProblems,
@@ -14,8 +16,9 @@ import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
 import { isValidLabelValue } from '../../harvester/labels.js';
 import { networkDataProblems } from '../../harvester/network-data.js';
 import { kubeconfigProblems } from '../../kube/kubeconfig-content.js';
-import { FLAGS, type FlagSpec } from '../flags.js';
+import { cliName, FLAGS, type FlagSpec } from '../flags.js';
 import type { DriverConfig } from './driver-config.js';
+import { CLOUD_INIT_SECRET_LIMIT, formatSize } from './flag-limits.js';
 import { clipValues, Problems, type ConfigProblem } from './problems.js';
 
 /** The JSON-valued flags whose text did not parse: later checks would only repeat the news. */
@@ -31,8 +34,6 @@ const UNIT: Record<string, number> = {
   Pi: 1024 ** 3,
   Ei: 1024 ** 4,
 };
-/** Values the Go driver once knew (pod, dhcp) or that name an interface binding. Go ignores the flag. */
-const NETWORK_TYPES = ['bridge', 'masquerade', 'dhcp', 'pod'];
 
 /** Binary quantity in MiB ("4Gi" → 4096); undefined when not of that form. */
 function mebibytes(quantity: string): number | undefined {
@@ -60,7 +61,7 @@ function checkResources(cfg: DriverConfig, problems: Problems): void {
     } else if (memory !== undefined && memory > 0 && reserved >= memory) {
       problems.add(
         FLAGS.reservedMemorySize,
-        `${reserved} MiB must be less than the memory size (${memory} MiB), or the guest has no memory left`,
+        `${reserved} MiB must be less than the memory size (${memory} MiB): Harvester's VM webhook refuses it, the guest would have no memory left`,
       );
     }
   }
@@ -109,12 +110,7 @@ function checkNetworks(cfg: DriverConfig, problems: Problems, unparsed: Unparsed
       `"${cfg.NetworkModel}" is not a network model (expected one of ${NETWORK_MODELS.join(', ')})`,
     );
   }
-  if (cfg.NetworkType !== '' && !NETWORK_TYPES.includes(cfg.NetworkType)) {
-    problems.add(
-      FLAGS.networkType,
-      `"${cfg.NetworkType}" is not a network type (expected one of ${NETWORK_TYPES.join(', ')})`,
-    );
-  }
+  // --harvester-network-type is saved and never used, by the Go driver as by us: any value goes.
   if (cfg.NetworkInfo) {
     problems.addAll(FLAGS.networkInfo, networkInfoProblems(cfg.NetworkInfo));
   } else if (!unparsed.has('networkInfo')) {
@@ -148,11 +144,10 @@ function checkAccess(cfg: DriverConfig, problems: Problems): void {
   if (cfg.ClusterName !== '' && !isValidLabelValue(cfg.ClusterName)) {
     problems.add(FLAGS.clusterName, 'must be a valid label value (at most 63 letters, digits, -, _ or .)');
   }
-  if (cfg.SSHUser === '' || /[\s:]/.test(cfg.SSHUser)) {
-    problems.add(FLAGS.sshUser, 'must be a user name (not empty, no spaces or colons)');
-  }
-  if (!Number.isInteger(cfg.SSHPort) || cfg.SSHPort < 1 || cfg.SSHPort > 65535) {
-    problems.add(FLAGS.sshPort, `must be a port between 1 and 65535 (got ${cfg.SSHPort})`);
+  // SSH user and port only matter to rancher-machine's SSH (never used by Rancher's create
+  // jobs): the Go driver takes any value, and so do we (configWarnings says what will fail).
+  if (!Number.isInteger(cfg.SSHPort)) {
+    problems.add(FLAGS.sshPort, `must be a whole number (got ${cfg.SSHPort})`);
   }
   if (cfg.KeyPairName !== '' && cfg.SSHPrivateKeyPath === '') {
     problems.add(
@@ -163,30 +158,21 @@ function checkAccess(cfg: DriverConfig, problems: Problems): void {
 }
 
 function checkCloudInit(cfg: DriverConfig, problems: Problems): void {
-  if (cfg.UserData !== '') {
-    const bad = cloudConfigProblem(cfg.UserData);
-    if (bad) problems.add(FLAGS.userData, bad);
+  const cloudInitBytes = Buffer.byteLength(cfg.UserData) + Buffer.byteLength(cfg.NetworkData);
+  if (cloudInitBytes > CLOUD_INIT_SECRET_LIMIT) {
+    const what = cfg.NetworkData === '' ? '' : `with ${cliName(FLAGS.networkData)} `;
+    problems.add(
+      FLAGS.userData,
+      `${what}is ${formatSize(cloudInitBytes)}; the cloud-init Secret holds at most 1 MiB`,
+    );
+  } else {
+    if (cfg.UserData !== '') {
+      const bad = cloudConfigProblem(cfg.UserData);
+      if (bad) problems.add(FLAGS.userData, bad);
+    }
+    problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
   }
-  problems.addAll(FLAGS.networkData, networkDataProblems(cfg.NetworkData));
-  if (cfg.VMAffinity !== '') {
-    let affinity: unknown;
-    try {
-      affinity = JSON.parse(cfg.VMAffinity);
-    } catch {
-      problems.add(FLAGS.vmAffinity, 'is not valid JSON (plain or base64) of a Kubernetes affinity');
-      return;
-    }
-    if (affinity === null || typeof affinity !== 'object' || Array.isArray(affinity)) {
-      problems.add(FLAGS.vmAffinity, 'must be a JSON object like {"podAntiAffinity":{…}}');
-      return;
-    }
-    for (const key of ['nodeAffinity', 'podAffinity', 'podAntiAffinity']) {
-      const v = (affinity as Record<string, unknown>)[key];
-      if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) {
-        problems.add(FLAGS.vmAffinity, `${key} must be an object`);
-      }
-    }
-  }
+  if (cfg.VMAffinity !== '') problems.addAll(FLAGS.vmAffinity, parseAffinity(cfg.VMAffinity).problems);
 }
 
 function checkTimeouts(cfg: DriverConfig, problems: Problems): void {
@@ -223,6 +209,30 @@ export function identityProblems(cfg: GoDriverConfig): ConfigProblem[] {
     );
   }
   return list;
+}
+
+/**
+ * Values the Go driver and we both take, but that will not do what was probably meant: logged
+ * at create, each naming its flag.
+ */
+export function configWarnings(cfg: DriverConfig): string[] {
+  const warnings: string[] = [];
+  const warn = (spec: FlagSpec, phrase: string): void =>
+    void warnings.push(`${cliName(spec)}: ${clipValues(phrase)}`);
+  if (cfg.SSHPort < 0 || cfg.SSHPort > 65535) {
+    warn(
+      FLAGS.sshPort,
+      `${cfg.SSHPort} is no TCP port: rancher-machine's SSH to the machine (start, restart, provisioning without a custom install script) will fail`,
+    );
+  }
+  if (/[\s:]/.test(cfg.SSHUser)) {
+    warn(
+      FLAGS.sshUser,
+      `"${cfg.SSHUser}" is no Linux user name (it has a space or a colon): cloud-init cannot create it, and SSH as it will fail`,
+    );
+  }
+  if (cfg.DiskInfo) for (const w of diskInfoWarnings(cfg.DiskInfo)) warn(FLAGS.diskInfo, w);
+  return warnings;
 }
 
 /** Every problem of a config (from flags or a saved config.json), each naming its flag. */

@@ -5,11 +5,12 @@
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../../harvester/disk-network-info.js';
 import type { GoDriverConfig } from '../../harvester/go-config.js';
 import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
-import { FLAGS, RESERVED_MEMORY_UNSET, type FlagSpec } from '../flags.js';
+import { FLAGS, type FlagSpec } from '../flags.js';
 import type { FlagValues } from '../machine-driver.js';
 import { configProblems } from './checks.js';
 import { defaultHarvesterMachineOptions, type DriverConfig } from './driver-config.js';
 import { ConfigError, Problems } from './problems.js';
+import { oversizeProblem } from './flag-limits.js';
 
 /** Typed reads of RPCFlags values; absent → the flag's default, as rancher-machine fills them. */
 class FlagReader {
@@ -21,9 +22,16 @@ class FlagReader {
   string(spec: FlagSpec): string {
     const v = this.values.get(spec.name);
     if (v === undefined) return spec.kind === 'string' ? spec.defaultValue : '';
-    if (typeof v === 'string') return v;
-    this.problems.add(spec, 'must be a string');
-    return '';
+    if (typeof v !== 'string') {
+      this.problems.add(spec, 'must be a string');
+      return '';
+    }
+    const oversize = oversizeProblem(spec, v);
+    if (oversize) {
+      this.problems.tooLarge(spec, oversize);
+      return '';
+    }
+    return v;
   }
 
   int(spec: FlagSpec): number {
@@ -74,14 +82,9 @@ export function configFromFlags(values: FlagValues, base: GoDriverConfig | Drive
   cfg.CPU = read.int(FLAGS.cpuCount);
   cfg.CPUModel = read.string(FLAGS.cpuModel);
   cfg.MemorySize = `${read.int(FLAGS.memorySize)}Gi`;
+  // As in Go: only a size above 0 reserves memory; 0 and every negative value mean none.
   const reservedMiB = read.int(FLAGS.reservedMemorySize);
   if (reservedMiB > 0) cfg.ReservedMemorySize = `${reservedMiB}Mi`;
-  else if (reservedMiB < RESERVED_MEMORY_UNSET) {
-    problems.add(
-      FLAGS.reservedMemorySize,
-      `must be a number of MiB greater than 0, or -1 for none (got ${reservedMiB})`,
-    );
-  }
   cfg.DiskSize = String(read.int(FLAGS.diskSize));
   cfg.DiskBus = read.string(FLAGS.diskBus);
   cfg.ImageName = read.string(FLAGS.imageName);

@@ -38,9 +38,16 @@ export function clipValues(phrase: string): string {
 
 export class Problems {
   readonly list: ConfigProblem[] = [];
+  /** Flags refused for their size: what else could be said of them follows from it. */
+  private readonly oversized = new Set<FlagSpec>();
   add(spec: FlagSpec, phrase: string): void {
+    if (this.oversized.has(spec)) return;
     const flag = cliName(spec);
     this.list.push({ flag, message: `${flag}: ${clipValues(phrase)}` });
+  }
+  tooLarge(spec: FlagSpec, phrase: string): void {
+    this.add(spec, phrase);
+    this.oversized.add(spec);
   }
   addAll(spec: FlagSpec, phrases: readonly string[]): void {
     for (const p of phrases) this.add(spec, p);

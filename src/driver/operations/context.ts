@@ -19,6 +19,8 @@ export interface OperationContext {
   api: HarvesterApi;
   log: Logger;
   progress?: (event: ProgressEvent) => void;
+  /** How often a wait without news logs a "Still waiting" line (default 15 s). */
+  progressIntervalMs?: number;
   /** Where the machine's SSH private key lives (BaseDriver.GetSSHKeyPath). */
   sshKeyPath: string;
 }

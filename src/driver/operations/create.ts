@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { KubeError } from '../../kube/errors.js';
-import { ConfigError, configProblems } from '../config.js';
+import { ConfigError, configProblems, configWarnings } from '../config.js';
 import { withVmOwnerReference } from '../../harvester/cloud-init.js';
 import { namespacedName } from '../../harvester/names.js';
 import type { Secret } from '../../harvester/types.js';
@@ -30,21 +30,25 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
-/** The Go driver's createKeyPair, except that a key left by an earlier attempt is reused. */
+/**
+ * The Go driver's createKeyPair, with its log lines (Rancher's job log shows them). A key
+ * left by an earlier attempt is reused, as libmachine's GenerateSSHKey does.
+ */
 async function ensureSshKey(ctx: OperationContext): Promise<void> {
   const cfg = ctx.config;
   const keyPath = ctx.sshKeyPath;
   await fs.mkdir(path.dirname(keyPath), { recursive: true, mode: 0o700 });
   cfg.SSHKeyPath = keyPath;
   if (!cfg.SSHPrivateKeyPath) {
+    ctx.log.info('Creating New SSH Key');
     if (!((await exists(keyPath)) && (await exists(`${keyPath}.pub`)))) {
-      ctx.log.debug('Creating New SSH Key');
       await writeSshKeyPair(keyPath, generateSshKeyPair());
     }
     cfg.SSHPublicKey = await readPublicKeyFor(keyPath);
+    ctx.log.info(`Using public Key: ${keyPath}.pub`);
     return;
   }
-  ctx.log.debug(`Using SSHPrivateKeyPath: ${cfg.SSHPrivateKeyPath}`);
+  ctx.log.info(`Using SSHPrivateKeyPath: ${cfg.SSHPrivateKeyPath}`);
   if (path.resolve(cfg.SSHPrivateKeyPath) !== path.resolve(keyPath)) {
     const key = await fs.readFile(cfg.SSHPrivateKeyPath, 'utf8').catch((err: NodeJS.ErrnoException) => {
       throw new Error(
@@ -60,12 +64,13 @@ async function ensureSshKey(ctx: OperationContext): Promise<void> {
       const { namespace, name } = namespacedName(cfg.KeyPairName, cfg.VMNamespace);
       cfg.SSHPublicKey = (await ctx.api.findKeyPair(namespace, name))?.spec?.publicKey ?? '';
     }
-    ctx.log.debug(`Using existing harvester key pair: ${cfg.KeyPairName}`);
+    ctx.log.info(`Using existing harvester key pair: ${cfg.KeyPairName}`);
     return;
   }
   const publicKey = await readPublicKeyFor(cfg.SSHPrivateKeyPath);
   await fs.writeFile(`${keyPath}.pub`, publicKey + '\n', { mode: 0o644 });
   cfg.SSHPublicKey = publicKey;
+  ctx.log.info(`Using public Key: ${keyPath}.pub`);
 }
 
 async function imageStorageClasses(ctx: OperationContext): Promise<Map<string, string>> {
@@ -124,6 +129,7 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
   // reach Create without it: nothing may be created from a config that fails the checks.
   const problems = configProblems(cfg);
   if (problems.length > 0) throw new ConfigError(problems);
+  for (const warning of configWarnings(cfg)) ctx.log.warn(warning);
   await ensureSshKey(ctx);
   const cloudConfigContent = cfg.CloudConfig
     ? await fs.readFile(cfg.CloudConfig, 'utf8').catch((err: NodeJS.ErrnoException) => {
@@ -139,14 +145,17 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
     imageStorageClass: (id) => classes.get(id),
     cloudInitInSecret: cfg.HarvesterMachine.CloudInitInSecret,
   });
-  ctx.log.debug(`Creating VM ${vmRef(cfg)}`);
+  const secret = built.cloudInitSecret;
+  ctx.log.info(
+    `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${cfg.VMNamespace}/${secret.metadata.name})` : ''}`,
+  );
   const vm = await createOrContinue(ctx, built.vm);
-  if (built.cloudInitSecret) await ensureCloudInitSecret(ctx, built.cloudInitSecret, vm);
+  if (secret) await ensureCloudInitSecret(ctx, secret, vm);
 
-  await waitRunning(ctx, 'create');
-  const vmi = await waitForIp(ctx, 'create');
+  const running = await waitRunning(ctx, 'create');
+  const vmi = await waitForIp(ctx, 'create', running);
   const addresses = addressesOf(ctx, vmi);
   cfg.IPAddress = addresses?.ipv4 ?? addresses?.ipv6 ?? '';
   cfg.IPv6Address = addresses?.ipv6 ?? '';
-  ctx.log.debug(`Get machine ip: ${cfg.IPAddress}`);
+  ctx.log.info(`Get machine ip: ${cfg.IPAddress}`);
 }

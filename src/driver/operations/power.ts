@@ -3,7 +3,7 @@
 import { KubeError } from '../../kube/errors.js';
 import type { VmAction } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
-import { waitForIp, waitRunning, waitStopped } from './waits.js';
+import { waitForIp, waitRestarted, waitRunning, waitStopped } from './waits.js';
 
 async function requireVm(ctx: OperationContext): Promise<void> {
   const vm = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
@@ -28,8 +28,8 @@ export async function startMachine(ctx: OperationContext): Promise<void> {
   ctx.log.info('Start node');
   await requireVm(ctx);
   await action(ctx, 'start');
-  await waitRunning(ctx, 'start');
-  await waitForIp(ctx, 'start');
+  const running = await waitRunning(ctx, 'start');
+  await waitForIp(ctx, 'start', running);
 }
 
 export async function stopMachine(ctx: OperationContext): Promise<void> {
@@ -49,8 +49,10 @@ export async function restartMachine(ctx: OperationContext): Promise<void> {
     return;
   }
   await action(ctx, 'restart');
-  await waitRunning(ctx, 'restart', vmi.metadata.uid);
-  await waitForIp(ctx, 'restart');
+  // As the Go driver: a new instance first, then Running, then an IP, each its own line.
+  const fresh = await waitRestarted(ctx, 'restart', vmi.metadata.uid);
+  const running = await waitRunning(ctx, 'restart', fresh);
+  await waitForIp(ctx, 'restart', running);
 }
 
 /** The Go driver's Kill is Stop. */

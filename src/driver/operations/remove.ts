@@ -115,6 +115,7 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
     return undefined;
   }
   const { vm: recorded, plan } = recordedPlan;
+  for (const refused of plan.refused) ctx.log.warn(`Volume not deleted with the VM: ${refused.reason}`);
   ctx.log.debug(`volumes to delete with the VM: ${plan.pvcs.map((p) => p.name).join(', ') || 'none'}`);
   const deleting = await ctx.api.deleteVm(recorded);
   ctx.log.info('Waiting for node removed');

@@ -1,84 +1,138 @@
 // The lifecycle's waits, all on the one watch-based waitFor: each names what it waits
-// for and reports the state it last saw, in progress events and in its timeout error.
+// for and reports the state it last saw, in the job log (wait-log.ts), in progress
+// events and in its timeout error. Each first prints the Go driver's line for it
+// ("Waiting for node become Running", …), which Rancher's job log has always shown.
 import {
   FINALIZER_FOREGROUND_DELETION,
   FINALIZER_HARVESTER_VM_CLEANUP,
   FINALIZER_KUBEVIRT_VM,
 } from '../../harvester/labels.js';
+import {
+  ipState,
+  NO_VM_INSTANCE,
+  startState,
+  stopState,
+  vmStatusState,
+} from '../../harvester/vm-progress.js';
 import { Resources } from '../../kube/resources.js';
+import type { WaitSpec } from '../../kube/wait.js';
+import type { KubeObject } from '../../kube/resources.js';
 import type { Vm, Vmi } from '../harvester-api.js';
 import { addressesOf } from './machine-status.js';
 import { seconds, vmRef, type OperationContext } from './context.js';
+import { DEFAULT_PROGRESS_INTERVAL_MS, WaitLog } from './wait-log.js';
 
-function describeVmi(vmi: Vmi | undefined): string {
-  if (!vmi) return 'no VM instance yet';
-  const phase = vmi.status?.phase || 'no phase yet';
-  return vmi.metadata.deletionTimestamp ? `VM instance ${phase}, being deleted` : `VM instance ${phase}`;
-}
+type LoggedWait<T extends KubeObject> = Omit<
+  WaitSpec<T>,
+  'onProgress' | 'description' | 'type' | 'name' | 'namespace'
+> & {
+  description?: string;
+};
 
-function progress(ctx: OperationContext, operation: string, waitingFor: string) {
-  return (state: string, elapsedMs: number): void => {
-    ctx.log.debug(`${waitingFor}: ${state}`, { elapsedMs });
-    ctx.progress?.({ operation, waitingFor, state, elapsedMs });
-  };
-}
-
-/** Running, optionally a different instance than `notUid` (restart). */
-export async function waitRunning(ctx: OperationContext, operation: string, notUid?: string): Promise<Vmi> {
+/** One wait on the machine's VM or VM instance, with its job log and progress events. */
+async function loggedWait<T extends KubeObject>(
+  ctx: OperationContext,
+  operation: string,
+  waitingFor: string,
+  type: WaitSpec<T>['type'],
+  spec: LoggedWait<T>,
+): Promise<T | undefined> {
   const { VMNamespace: namespace, MachineName: name } = ctx.config;
-  const waitingFor = `VM ${vmRef(ctx.config)} to be Running${notUid ? ' as a new instance' : ''}`;
-  const vmi = await ctx.api.wait<Vmi>({
-    type: Resources.virtualMachineInstance,
-    namespace,
-    name,
-    description: waitingFor,
-    timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
-    until: (o) =>
-      o?.status?.phase === 'Running' && !o.metadata.deletionTimestamp && o.metadata.uid !== notUid,
-    describeState: (o) =>
-      o && notUid && o.metadata.uid === notUid ? 'the old VM instance is still there' : describeVmi(o),
-    onProgress: progress(ctx, operation, waitingFor),
+  const log = new WaitLog({
+    log: ctx.log,
+    waitingFor,
+    intervalMs: ctx.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+    // Without an instance only the VM says why (a refused or pending instance creation).
+    probe: async (state) =>
+      state === NO_VM_INSTANCE ? vmStatusState(await ctx.api.findVm(namespace, name)) : undefined,
   });
+  try {
+    return await ctx.api.wait<T>({
+      ...spec,
+      type,
+      namespace,
+      name,
+      description: spec.description ?? waitingFor,
+      onProgress: (state, elapsedMs) => {
+        log.observe(state);
+        ctx.progress?.({ operation, waitingFor, state, elapsedMs });
+      },
+    });
+  } finally {
+    log.stop();
+  }
+}
+
+/** Running (the Go driver's waitForState(Running)); `from` is a VM instance just read. */
+export async function waitRunning(ctx: OperationContext, operation: string, from?: Vmi): Promise<Vmi> {
+  ctx.log.info('Waiting for node become Running');
+  const vmi = await loggedWait<Vmi>(
+    ctx,
+    operation,
+    `VM ${vmRef(ctx.config)} to be Running`,
+    Resources.virtualMachineInstance,
+    {
+      timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
+      until: (o) => o?.status?.phase === 'Running' && !o.metadata.deletionTimestamp,
+      describeState: (o) => startState(o),
+      ...(from ? { from } : {}),
+    },
+  );
   return vmi as Vmi;
 }
 
-/** The node IP reported by the guest agent (on the chosen network). */
-export async function waitForIp(ctx: OperationContext, operation: string): Promise<Vmi> {
-  const { VMNamespace: namespace, MachineName: name } = ctx.config;
+/** A VM instance other than `oldUid` (the Go driver's waitForRestart, before Running). */
+export async function waitRestarted(
+  ctx: OperationContext,
+  operation: string,
+  oldUid: string | undefined,
+): Promise<Vmi> {
+  ctx.log.info('Waiting for node restarted');
+  const vmi = await loggedWait<Vmi>(
+    ctx,
+    operation,
+    `VM ${vmRef(ctx.config)} to run a new instance`,
+    Resources.virtualMachineInstance,
+    {
+      timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
+      until: (o) => o !== undefined && o.metadata.uid !== oldUid && !o.metadata.deletionTimestamp,
+      describeState: (o) => startState(o, oldUid),
+    },
+  );
+  return vmi as Vmi;
+}
+
+/** The node IP reported by the guest agent (on the chosen network); `from` is a VM instance just read. */
+export async function waitForIp(ctx: OperationContext, operation: string, from?: Vmi): Promise<Vmi> {
+  ctx.log.info('Waiting for node get ip');
   const network = ctx.config.HarvesterMachine.IPNetwork;
   const waitingFor = `VM ${vmRef(ctx.config)} to report an IP address${network ? ` on ${network}` : ''}`;
-  const vmi = await ctx.api.wait<Vmi>({
-    type: Resources.virtualMachineInstance,
-    namespace,
-    name,
+  const vmi = await loggedWait<Vmi>(ctx, operation, waitingFor, Resources.virtualMachineInstance, {
     description: `${waitingFor} (reported by qemu-guest-agent in the guest)`,
     timeoutMs: seconds(ctx.config.HarvesterMachine.IPTimeoutSeconds),
     until: (o) => {
       const a = addressesOf(ctx, o);
       return Boolean(a?.ipv4 ?? a?.ipv6);
     },
-    describeState: (o) =>
-      o
-        ? `${describeVmi(o)}, ${(o.status?.interfaces ?? []).length} interface(s) reported, none with a usable address`
-        : describeVmi(o),
-    onProgress: progress(ctx, operation, waitingFor),
+    describeState: ipState,
+    ...(from ? { from } : {}),
   });
   return vmi as Vmi;
 }
 
 export async function waitStopped(ctx: OperationContext, operation: string): Promise<void> {
-  const { VMNamespace: namespace, MachineName: name } = ctx.config;
-  const waitingFor = `VM ${vmRef(ctx.config)} to be Stopped`;
-  await ctx.api.wait<Vmi>({
-    type: Resources.virtualMachineInstance,
-    namespace,
-    name,
-    description: waitingFor,
-    timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
-    until: (o) => o === undefined,
-    describeState: describeVmi,
-    onProgress: progress(ctx, operation, waitingFor),
-  });
+  ctx.log.info('Waiting for node become Stopped');
+  await loggedWait<Vmi>(
+    ctx,
+    operation,
+    `VM ${vmRef(ctx.config)} to be Stopped`,
+    Resources.virtualMachineInstance,
+    {
+      timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
+      until: (o) => o === undefined,
+      describeState: stopState,
+    },
+  );
 }
 
 /** Who is behind the finalizers a VM can be stuck on, for the operator reading the error. */
@@ -111,18 +165,11 @@ export async function waitVmGone(
   /** The VM as the delete answered it: watched from, instead of listed again. */
   deleting?: Vm,
 ): Promise<void> {
-  const { VMNamespace: namespace, MachineName: name } = ctx.config;
-  const waitingFor = `VM ${vmRef(ctx.config)} to be removed`;
-  await ctx.api.wait<Vm>({
-    type: Resources.virtualMachine,
-    namespace,
-    name,
-    description: waitingFor,
+  await loggedWait<Vm>(ctx, operation, `VM ${vmRef(ctx.config)} to be removed`, Resources.virtualMachine, {
     timeoutMs: seconds(ctx.config.HarvesterMachine.RemoveTimeoutSeconds),
     // A new VM of the same name (recreated by someone) does not keep us waiting.
     until: (o) => o === undefined || (uid !== undefined && o.metadata.uid !== uid),
     describeState: describeVmRemoval,
-    onProgress: progress(ctx, operation, waitingFor),
     ...(deleting ? { from: deleting } : {}),
   });
 }

@@ -3,7 +3,11 @@
 import { GobError } from './gob-error.js';
 
 export class ByteQueue {
+  // Consumed chunks are skipped by index, not shifted off: a message that arrived in
+  // many small chunks made every shift move the rest of the array (quadratic).
   private chunks: Uint8Array[] = [];
+  /** Index of the first chunk not wholly consumed. */
+  private head = 0;
   private headOffset = 0;
   private total = 0;
 
@@ -20,7 +24,8 @@ export class ByteQueue {
   /** The byte at `index` from the front (index < length). */
   peek(index: number): number {
     let i = index + this.headOffset;
-    for (const chunk of this.chunks) {
+    for (let c = this.head; c < this.chunks.length; c++) {
+      const chunk = this.chunks[c] ?? EMPTY;
       if (i < chunk.length) return chunk[i] ?? 0;
       i -= chunk.length;
     }
@@ -30,7 +35,7 @@ export class ByteQueue {
   /** Removes and returns the first n bytes (n <= length). */
   take(n: number): Uint8Array {
     if (n > this.total) throw new RangeError(`take past the end of the queue (${n} > ${this.total})`);
-    const first = this.chunks[0];
+    const first = this.chunks[this.head];
     if (first !== undefined && this.headOffset + n <= first.length) {
       const out = first.subarray(this.headOffset, this.headOffset + n);
       this.drop(n);
@@ -39,7 +44,7 @@ export class ByteQueue {
     const out = new Uint8Array(n);
     let filled = 0;
     while (filled < n) {
-      const chunk = this.chunks[0];
+      const chunk = this.chunks[this.head];
       if (chunk === undefined) break;
       const count = Math.min(n - filled, chunk.length - this.headOffset);
       out.set(chunk.subarray(this.headOffset, this.headOffset + count), filled);
@@ -52,12 +57,23 @@ export class ByteQueue {
   private drop(n: number): void {
     this.total -= n;
     this.headOffset += n;
-    while (this.chunks.length > 0 && this.headOffset >= (this.chunks[0]?.length ?? 0)) {
-      this.headOffset -= this.chunks[0]?.length ?? 0;
-      this.chunks.shift();
+    while (this.head < this.chunks.length && this.headOffset >= (this.chunks[this.head]?.length ?? 0)) {
+      this.headOffset -= this.chunks[this.head]?.length ?? 0;
+      this.chunks[this.head] = EMPTY; // let the consumed bytes be collected
+      this.head++;
+    }
+    // Forget the consumed slots once they are the larger part: amortised O(1) per chunk.
+    if (this.head === this.chunks.length) {
+      this.chunks = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.chunks.length) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
     }
   }
 }
+
+const EMPTY = new Uint8Array(0);
 
 /**
  * Takes the next complete message off the queue, or returns undefined when it has not

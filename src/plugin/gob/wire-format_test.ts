@@ -167,6 +167,21 @@ describe('message framing', () => {
     assert.equal(takeMessage(q, 1000)?.length, 256);
   });
 
+  it('takes a message that arrived one byte per chunk in linear time', () => {
+    // 50,000 one-byte chunks: 3.5 s when every consumed chunk shifted the chunk array.
+    const size = 50_000;
+    const q = new ByteQueue();
+    for (const b of [0xfd, (size >> 16) & 0xff, (size >> 8) & 0xff, size & 0xff]) q.push(Uint8Array.of(b));
+    for (let i = 0; i < size; i++) q.push(Uint8Array.of(i & 0xff));
+    const started = performance.now();
+    const message = takeMessage(q, 1024 * 1024);
+    const elapsed = performance.now() - started;
+    assert.equal(message?.length, size);
+    assert.equal(message?.[size - 1], (size - 1) & 0xff);
+    assert.equal(q.length, 0);
+    assert.ok(elapsed < 500, `took ${elapsed.toFixed(0)} ms`);
+  });
+
   it('refuses a length over the limit before buffering it (fatal)', () => {
     const q = new ByteQueue();
     q.push(Uint8Array.of(0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff));
