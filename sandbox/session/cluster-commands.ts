@@ -262,30 +262,27 @@ export async function deleteCluster(
       : `no VM of ${opts.name} is left`,
   );
   // The load balancers go once the last VM is gone: wait for the cleanup controller's word.
-  const lbEvent = await untilLoadBalancerEvent(s, opts.name, 60_000);
-  say(
-    'controller',
-    lbEvent
-      ? `load balancers of ${opts.name}: [${lbEvent.reason ?? ''}] ${lbEvent.message ?? ''}`
-      : `no word on the load balancers of ${opts.name} within 60 s`,
-  );
+  const lbEvents = await untilLoadBalancerEvents(s, opts.name, 60_000);
+  if (lbEvents.length === 0) say('controller', `no word on the load balancers of ${opts.name} within 60 s`);
+  for (const e of lbEvents)
+    say('controller', `load balancers of ${opts.name}: [${e.reason ?? ''}] ${e.message ?? ''}`);
   say('sandbox', `guest cluster ${opts.name} deleted (job-logs ${opts.name} shows what its rm jobs printed)`);
 }
 
-/** The cleanup controller's Event about a cluster's load balancers (reasons HarvesterLoadBalancer…). */
-async function untilLoadBalancerEvent(
+/** The cleanup controller's Events about a cluster's load balancers (reasons HarvesterLoadBalancer…), once there is one. */
+async function untilLoadBalancerEvents(
   s: Session,
   cluster: string,
   timeoutMs: number,
-): Promise<{ reason?: string; message?: string } | undefined> {
+): Promise<Array<{ reason?: string; message?: string }>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const events = await s.rancher.list<KubeObject & { reason?: string; message?: string }>(Resources.event, {
       namespace: s.state.fleetNamespace,
       fieldSelector: `involvedObject.name=${cluster}`,
     });
-    const found = events.items.find((e) => e.reason?.startsWith('HarvesterLoadBalancer'));
-    if (found || Date.now() > deadline) return found;
+    const found = events.items.filter((e) => e.reason?.startsWith('HarvesterLoadBalancer'));
+    if (found.length > 0 || Date.now() > deadline) return found;
     await new Promise((r) => setTimeout(r, 250));
   }
 }

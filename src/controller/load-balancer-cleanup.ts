@@ -109,6 +109,12 @@ export class LoadBalancerCleanup {
   readonly pending = new Map<string, Pending>();
   /** Clusters already reported as opted out (one Event each). */
   private readonly skipped = new Set<string>();
+  /**
+   * Clusters whose cleanup ended (done, abandoned, or no location known) while their objects
+   * are still there being deleted: the objects' last updates (Cluster API's and Rancher's
+   * finalizers) must not start a second cleanup, which would find no HarvesterMachine left.
+   */
+  private readonly finished = new Set<string>();
 
   constructor(private readonly deps: LoadBalancerCleanupDeps) {}
 
@@ -127,8 +133,10 @@ export class LoadBalancerCleanup {
       const deleting = [prov, capi].find((o) => o?.metadata.deletionTimestamp);
       if (!deleting) {
         this.pending.delete(key);
+        this.finished.delete(key);
         return;
       }
+      if (this.finished.has(key)) return;
       const scope = classifyDeletion({ machine: deleting, capiCluster: capi, provisioningCluster: prov });
       if (scope.kind === 'opted-out') {
         this.pending.delete(key);
@@ -153,9 +161,16 @@ export class LoadBalancerCleanup {
       if (this.machinesOf(namespace, cluster).length > 0) return;
       return this.cleanUp(key, pending);
     }
+    this.finished.delete(key); // both objects are gone: a new cluster of that name starts afresh
     const pending = this.pending.get(key);
     if (!pending) return;
     return this.cleanUp(key, pending);
+  }
+
+  /** The cleanup of this deletion is over, whatever its outcome. */
+  private finish(key: string): void {
+    this.pending.delete(key);
+    this.finished.add(key);
   }
 
   private machinesOf(namespace: string, cluster: string) {
@@ -196,7 +211,7 @@ export class LoadBalancerCleanup {
 
   private async cleanUp(key: string, pending: Pending): Promise<ReconcileResult> {
     if (pending.targets.size === 0) {
-      this.pending.delete(key);
+      this.finish(key);
       this.deps.metrics.results.inc({ result: 'unknown-location', namespace: '' });
       this.record(
         pending.subject,
@@ -216,12 +231,12 @@ export class LoadBalancerCleanup {
       else failures.push(outcome);
     }
     if (pending.done.size === pending.targets.size) {
-      this.pending.delete(key);
+      this.finish(key);
       return;
     }
     const deadline = pending.since + this.deps.deadlineMs;
     if (this.now() >= deadline) {
-      this.pending.delete(key);
+      this.finish(key);
       this.deps.metrics.results.inc({ result: 'abandoned', namespace: '' });
       const why = [...waits, ...failures.map((f) => f.message)].join('; ');
       this.record(

@@ -193,6 +193,9 @@ describe('load balancers of deleted guest clusters (controller + stand-ins on th
     assert.match(events[0] ?? '', /Harvester v1\.7\.1 leaves them/);
     assert.equal(await metric('harvester_machine_lb_deleted_total'), 2);
     assert.equal((await clusterEvents('lb-b', 'HarvesterLoadBalancersDeleted')).length, 0);
+    // The cluster objects' last updates (Cluster API's finalizer, Rancher's) come after the
+    // cleanup: they start no second one that would find no HarvesterMachine left.
+    assert.deepEqual(await clusterEvents('lb-a', 'HarvesterLoadBalancerCleanupSkipped'), []);
   });
 
   it('keeps the load balancers of an opted-out cluster, and says so', async () => {
