@@ -18,7 +18,9 @@ export const DRIVER_CLUSTER_ROLE = 'harvester-machine-driver-cluster';
 
 /**
  * Exactly what the driver does (src/driver/harvester-api.ts) and what Rancher's cleanup
- * handler does with the same credential (an Update of the VM): nothing else.
+ * handler does with the same credential (an Update of the VM), and what the cleanup
+ * controller does with it after a whole-cluster deletion (list and delete the guest
+ * cluster's load balancers): nothing else.
  */
 export const DRIVER_RULES = [
   {
@@ -38,6 +40,11 @@ export const DRIVER_RULES = [
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
   { apiGroups: ['harvesterhci.io'], resources: ['virtualmachineimages', 'keypairs'], verbs: ['get'] },
   { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get'] },
+  {
+    apiGroups: ['loadbalancer.harvesterhci.io'],
+    resources: ['loadbalancers'],
+    verbs: ['get', 'list', 'delete'],
+  },
 ];
 
 export const DRIVER_CLUSTER_RULES = [

@@ -48,6 +48,10 @@ capi_dirs="$(bash sandbox/capi/build-cluster-api.sh | cut -d' ' -f1 | tr '\n' ' 
 echo "cluster-api build: $(elapsed "$t") s (${capi_dirs% })"
 
 t=$(seconds)
+kubectl_path="$(bash scripts/setup-kubectl.sh)"
+say "kubectl for the README's sandbox by hand: $kubectl_path ($(elapsed "$t") s)"
+
+t=$(seconds)
 rm -rf dist
 npx tsc -p . || { say "step 'compile TypeScript' failed: see the errors above"; exit 1; }
 say "compiled in $(elapsed "$t") s"

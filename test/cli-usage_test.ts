@@ -37,6 +37,7 @@ describe('harvester-machine without a Harvester', () => {
       'restart',
       'rm',
       'volumes',
+      'leftovers',
       'doctor',
     ])
       assert.match(top.stdout, new RegExp(`\\n  ${command} `), command);
@@ -65,6 +66,7 @@ describe('harvester-machine without a Harvester', () => {
     await cli.expect(2, ['create', 'Not_A_Name', '--kubeconfig', unreachable]);
     await cli.expect(2, ['ls', '--output', 'yaml']);
     await cli.expect(2, ['volumes', 'orphaned', '--yes']);
+    await cli.expect(2, ['leftovers', '--yes']);
     await cli.expect(2, ['doctor', '--cloud-credential', 'cattle-global-data:cc-x']);
   });
 

@@ -95,9 +95,9 @@ describe('the walkthrough (npm run walkthrough)', { timeout: 20 * 60_000 }, () =
       const code = await finished(run, 3 * 60_000);
       const out = run.output();
       assert.equal(code, 0, `the walkthrough exited ${String(code)}:\n${out}`);
-      assert.match(out, /^Walkthrough passed: 9 steps, \d+ checks, [\d.]+ s in all\.$/m);
+      assert.match(out, /^Walkthrough passed: 11 steps, \d+ checks, [\d.]+ s in all\.$/m);
       assert.doesNotMatch(out, /✗|FAILED/);
-      for (let step = 1; step <= 9; step++) assert.match(out, new RegExp(`── Step ${step}/9: .*\\n`));
+      for (let step = 1; step <= 11; step++) assert.match(out, new RegExp(`── Step ${step}/11: .*\\n`));
 
       // The first story: three rm jobs, each forcing the removal of all volumes; all gone, harv02's kept.
       const forced = [
@@ -114,6 +114,14 @@ describe('the walkthrough (npm run walkthrough)', { timeout: 20 * 60_000 }, () =
       assert.equal(new Set(checked.map((m) => m[1])).size, 3, 'each of the three rm jobs printed the line');
       assert.match(out, /✓ every volume of harv01 is gone \(7\/7: /);
       assert.match(out, /✓ every volume of harv02 is untouched \(2\)/);
+      // The load balancers: harv01's deleted by the controller, its address freed; harv02's kept.
+      assert.match(
+        out.replace(/\s+/g, ' '),
+        /controller harv01: \[HarvesterLoadBalancersDeleted\] deleted 1 load balancer\(s\) of guest cluster harv01 on Harvester \(default\/harv01-default-nginx-[0-9a-f]{8} for Service default\/nginx holding 192\.0\.2\.\d+ from IP pool/,
+      );
+      assert.match(out, /✓ harv01's load balancer\(s\) are gone: harv01-default-nginx-[0-9a-f]{8}/);
+      assert.match(out, /✓ harv02's load balancer\(s\) stay: harv02-default-web-[0-9a-f]{8}/);
+      assert.match(out, /✓ harv01's address is free again; only harv02's is taken/);
 
       // harv02's pool has a passed-through GPU: enabled as Harvester's UI does, asked for by resource, given.
       assert.match(out, /✓ passthrough enabled on harvester-sandbox-node-0-00003b000: bound to vfio-pci/);
@@ -139,9 +147,9 @@ describe('the walkthrough (npm run walkthrough)', { timeout: 20 * 60_000 }, () =
   it('stops everything it started on Ctrl-C', { timeout: 2 * 60_000 }, async () => {
     const run = start();
     const deadline = Date.now() + 90_000;
-    while (!/── Step 3\/9/.test(run.output()) && Date.now() < deadline && run.child.exitCode === null)
+    while (!/── Step 3\/11/.test(run.output()) && Date.now() < deadline && run.child.exitCode === null)
       await new Promise((r) => setTimeout(r, 100));
-    assert.match(run.output(), /── Step 3\/9/, `the walkthrough did not reach step 3:\n${run.output()}`);
+    assert.match(run.output(), /── Step 3\/11/, `the walkthrough did not reach step 3:\n${run.output()}`);
     await new Promise((r) => setTimeout(r, 1_000)); // the create jobs are running now
     const started = descendants(run.child.pid ?? -1);
     assert.ok(

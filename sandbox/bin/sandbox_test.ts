@@ -1,6 +1,6 @@
-// The sandbox command as a person uses it: `up` prints three export lines naming private
-// kubeconfig files that work, and `down` (from another shell) stops it all, leaving no
-// process, no temp directory and no state behind.
+// The sandbox command as a person uses it: `up` prints four export lines naming private
+// kubeconfig files that work (`env` prints them again), and `down` (from another shell)
+// stops it all, leaving no process, no temp directory and no state behind.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -46,6 +46,16 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number |
   });
 }
 
+/** Runs a command and keeps its stdout. */
+function runOut(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.once('exit', (status) => resolve({ status, stdout }));
+  });
+}
+
 describe('sandbox command', () => {
   it('up prints the export lines and stays up; down stops everything and cleans up', async () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-sandbox-state-'));
@@ -55,7 +65,7 @@ describe('sandbox command', () => {
     up.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
     try {
-      const lines = await firstLines(up, 3, 180_000);
+      const lines = await firstLines(up, 4, 180_000);
       const exports = Object.fromEntries(
         lines.map((line) => {
           const match = /^export ([A-Z_]+)=(.+)$/.exec(line);
@@ -64,6 +74,7 @@ describe('sandbox command', () => {
         }),
       ) as Record<string, string>;
       assert.deepEqual(Object.keys(exports).sort(), [
+        'HARVESTER_ADMIN_KUBECONFIG',
         'HARVESTER_KUBECONFIG',
         'HARVESTER_VIA_RANCHER_KUBECONFIG',
         'RANCHER_KUBECONFIG',
@@ -87,6 +98,22 @@ describe('sandbox command', () => {
           client.close();
         }
       }
+      // The operator's kubeconfig may do what the driver's user may not (read kube-system's Secrets).
+      const operator = KubeClient.fromKubeconfig(
+        fs.readFileSync(exports['HARVESTER_ADMIN_KUBECONFIG'] ?? '', 'utf8'),
+      );
+      const driverUser = KubeClient.fromKubeconfig(
+        fs.readFileSync(exports['HARVESTER_KUBECONFIG'] ?? '', 'utf8'),
+      );
+      try {
+        assert.ok((await operator.list(Resources.secret, { namespace: 'kube-system' })).items.length > 0);
+        await assert.rejects(driverUser.list(Resources.secret, { namespace: 'kube-system' }), /forbidden/i);
+      } finally {
+        operator.close();
+        driverUser.close();
+      }
+      const env2 = await runOut([BIN, 'env'], env);
+      assert.deepEqual(env2.stdout.trim().split('\n'), lines, 'sandbox env prints the same export lines');
       const rancher = KubeClient.fromKubeconfig(fs.readFileSync(exports['RANCHER_KUBECONFIG'] ?? '', 'utf8'));
       try {
         assert.ok(await rancher.get(Resources.namespace, { name: 'cattle-global-data' }));
@@ -105,6 +132,11 @@ describe('sandbox command', () => {
         assert.equal(fs.existsSync(dir), false, `${dir} is gone`);
         assert.equal(spawnSync('pgrep', ['-f', dir]).status, 1, `no process of ${dir} is left`);
       }
+      assert.equal(
+        spawnSync('pgrep', ['-f', stateDir]).status,
+        1,
+        'no process of the state directory (the controller) is left',
+      );
       assert.doesNotMatch(stderr, /kubeconfig-u-[a-z0-9]+:[a-z0-9]{16,}/, 'no token in the output');
     } finally {
       // On failure, stop it the way a person would (down also reaps what a killed up leaves).

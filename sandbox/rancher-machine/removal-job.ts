@@ -1,4 +1,4 @@
-// A removal job for the CAPI stand-in (sandbox/rancher/capi-standin.ts) that is Rancher's
+// A removal job for Rancher's stand-in (sandbox/rancher/rancher-standin.ts) that is Rancher's
 // own: `rancher-machine rm -y --update-config <instance>` with the machine's state Secret,
 // from an empty home, the credential read when the job was built in the environment
 // (HARVESTER_KUBECONFIG_CONTENT), our plugin executable first on PATH. A failed run throws

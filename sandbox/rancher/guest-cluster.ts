@@ -14,6 +14,7 @@ import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/l
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import { SandboxResources } from '../capi/resources.js';
@@ -332,14 +333,22 @@ export async function scaleDownPool(
     },
   );
   const at = { namespace: opts.namespace, name: machineDeploymentName(opts.cluster, opts.pool) };
-  const md = await rancher.get<KubeObject & { spec?: { replicas?: number } }>(
-    SandboxResources.machineDeployment,
-    at,
-  );
-  await rancher.patch(SandboxResources.machineDeployment, at, {
-    metadata: { resourceVersion: md.metadata.resourceVersion },
-    spec: { replicas: Math.max(0, (md.spec?.replicas ?? 1) - 1) },
-  });
+  // Cluster API writes the MachineDeployment's status meanwhile: read again on a Conflict.
+  for (let attempt = 1; ; attempt++) {
+    const md = await rancher.get<KubeObject & { spec?: { replicas?: number } }>(
+      SandboxResources.machineDeployment,
+      at,
+    );
+    try {
+      await rancher.patch(SandboxResources.machineDeployment, at, {
+        metadata: { resourceVersion: md.metadata.resourceVersion },
+        spec: { replicas: Math.max(0, (md.spec?.replicas ?? 1) - 1) },
+      });
+      return;
+    } catch (err) {
+      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= 10) throw err;
+    }
+  }
 }
 
 /** The driver config saved at create time (its kubeconfig may since have expired). */

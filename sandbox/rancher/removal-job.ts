@@ -1,7 +1,8 @@
-// The default removal job of the CAPI stand-in: what Rancher's `rm -y --update-config <instance>`
-// Job does, with our driver in process instead of a pod: the saved config from the
-// `<m>-machine-state` Secret, the current credential from the environment (the driver's
-// setConfigRaw lets HARVESTER_KUBECONFIG_CONTENT win over the saved kubeconfig), then Remove.
+// The default removal job of Rancher's stand-in (rancher-standin.ts): what Rancher's
+// `rm -y --update-config <instance>` Job does, with our driver in process instead of a pod:
+// the saved config from the `<m>-machine-state` Secret, the current credential from the
+// environment (the driver's setConfigRaw lets HARVESTER_KUBECONFIG_CONTENT win over the saved
+// kubeconfig), then Remove.
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import type { KubeClient } from '../../src/kube/client.js';

@@ -1,6 +1,7 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
-// VM, PVC, VMI-network, KeyPair and image controllers, the pcidevices add-on, KubeVirt's VM controller and VMI
-// lifecycle (with virt-launcher pods and a kubelet stand-in for them), Longhorn's binding,
+// VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices add-on,
+// KubeVirt's VM controller and VMI lifecycle (with virt-launcher pods and a kubelet stand-in
+// for them), Longhorn's binding,
 // and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
@@ -18,6 +19,7 @@ import { harvesterPvcController } from './harvester/pvc-controller.js';
 import { imageController } from './harvester/image-controller.js';
 import { keyPairController } from './harvester/keypair-controller.js';
 import { pciDevicesStandIn } from './harvester/pcidevices-controller.js';
+import { loadBalancerControllers } from './harvester/load-balancer-controller.js';
 import { harvesterVmController } from './harvester/vm-controller.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
 import { sandboxKubelet } from './kubevirt/pods.js';
@@ -78,6 +80,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     kubevirtVmController(ctx),
     lifecycle,
     sandboxKubelet(ctx),
+    ...loadBalancerControllers(ctx),
   );
 
   await ensureDefaultStorageClass(admin);

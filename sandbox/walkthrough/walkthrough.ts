@@ -3,14 +3,17 @@
 // executable with Rancher's job argv and state Secrets, our cleanup controller as its own
 // process), each step timed and checked.
 // 1. sandbox up  2. Rancher's side  3. two clusters provisioned (harv02's with a GPU)  4. workload volumes
-// 5. harv01 deleted as Rancher does: all its volumes gone, harv02 untouched
-// 6. harv02's credential expires  7. its node is deleted: the rm job fails clearly, nothing changed
-// 8. credential renewed: the retried rm job removes the old VM  9. everything stopped
+// 5. the cloud providers make load balancers (a Harvester that leaves them)
+// 6. harv01 deleted as Rancher does: all its volumes gone, harv02 untouched
+// 7. harv01's load balancer gone, its address free; harv02's stays
+// 8. harv02's credential expires  9. its node is deleted: the rm job fails clearly, nothing changed
+// 10. credential renewed: the retried rm job removes the old VM  11. everything stopped
 import { HarvesterView } from './harvester-view.js';
 import { Narrator } from './narrator.js';
 import { attachVolumes, provisionClusters, startRancherSide } from './steps-provision.js';
 import { deleteWholeCluster } from './steps-delete.js';
 import { checkGpuMachines, enableGpuPassthrough, gpuPool } from './steps-devices.js';
+import { checkLoadBalancers, makeLoadBalancers, type GuestLoadBalancers } from './steps-load-balancers.js';
 import { expireCredential, failingRemoval, renewAndRetry } from './steps-credential.js';
 import { Story } from './story.js';
 import { World } from './world.js';
@@ -22,7 +25,7 @@ const KEPT = 'harv02';
  * must only leave time to show the failure and renew before the next attempt.
  */
 const RM_RETRY_DELAY_MS = 5_000;
-const STEPS = 9;
+const STEPS = 11;
 
 export interface WalkthroughRun {
   /** Resolves with the exit code: 0 when every check passed. */
@@ -90,7 +93,17 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
         { cluster: KEPT, sizes: ['2Gi'] },
       ]),
     );
+    let lbs: GuestLoadBalancers = new Map();
+    await say.step("The guest clusters' cloud providers make load balancers on Harvester", async () => {
+      lbs = await makeLoadBalancers(story, [
+        { cluster: DELETED, service: 'nginx' },
+        { cluster: KEPT, service: 'web' },
+      ]);
+    });
     await say.step(`Delete ${DELETED} the way Rancher does`, () => deleteWholeCluster(story, DELETED, KEPT));
+    await say.step(`${DELETED}'s load balancer goes with it; ${KEPT}'s stays`, () =>
+      checkLoadBalancers(story, lbs, DELETED, KEPT),
+    );
     await say.step(`${KEPT}'s cloud credential expires`, () => expireCredential(story, KEPT));
     const t0 = await say.step(
       `The user deletes ${KEPT}'s node: the rm job fails without a renewed credential`,

@@ -5,6 +5,7 @@ import { CredentialRejectedError } from '../driver/credential-error.js';
 import { redact } from '../log/redact.js';
 import { registerCreate } from './commands/create.js';
 import { registerDoctor } from './commands/doctor.js';
+import { registerLeftovers } from './commands/leftovers.js';
 import { registerMachineInfo } from './commands/machine-info.js';
 import { registerPower } from './commands/power.js';
 import { registerRm } from './commands/rm.js';
@@ -22,7 +23,7 @@ export function buildProgram(io: CliIo): Command {
   const ctx = new CliContext(io, () => program.opts<GlobalOptions>());
   program
     .description(
-      'Create and manage Harvester VMs as rancher-machine does, with the Harvester node driver; find and delete volumes leaked by deleted guest clusters; check credentials.',
+      'Create and manage Harvester VMs as rancher-machine does, with the Harvester node driver; find and delete the volumes and load balancers deleted guest clusters left behind; check credentials.',
     )
     .version(versionText())
     .option(
@@ -42,6 +43,7 @@ export function buildProgram(io: CliIo): Command {
   registerPower(program, ctx);
   registerRm(program, ctx);
   registerVolumes(program, ctx);
+  registerLeftovers(program, ctx);
   registerDoctor(program, ctx);
   return program;
 }

@@ -1,6 +1,14 @@
 // `rm --dry-run`: the driver's removal plan (the one the real removal records on the VM)
 // as a list of objects a person or a script can check: what goes, what stays, and why.
-import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
+import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
+import {
+  describeLoadBalancer,
+  guestClusterLoadBalancers,
+  harvesterLbCleanup,
+  isAmbiguousClusterName,
+  type LoadBalancer,
+} from '../harvester/load-balancers.js';
+import type { ObjectMeta } from '../harvester/types.js';
 import type { PlannedItem, RemovalPlan } from '../harvester/removal-plan.js';
 
 export interface PreviewItem {
@@ -16,10 +24,74 @@ export interface RemovalPreview {
   wholeCluster: boolean;
   /** True when --whole-cluster asked to preview as if the annotation were set. */
   wholeClusterAssumed: boolean;
-  delete: { virtualMachines: PreviewItem[]; persistentVolumeClaims: PreviewItem[]; secrets: PreviewItem[] };
-  keep: { persistentVolumeClaims: PreviewItem[] };
+  delete: {
+    virtualMachines: PreviewItem[];
+    persistentVolumeClaims: PreviewItem[];
+    secrets: PreviewItem[];
+    /** With the whole guest cluster, once its last VM is gone (not by this removal itself). */
+    loadBalancers?: PreviewItem[];
+  };
+  keep: { persistentVolumeClaims: PreviewItem[]; loadBalancers?: PreviewItem[] };
   /** Claim names the VM uses that name no PVC of its namespace: never deleted, shown as written. */
   refused: { claimNames: PreviewItem[] };
+  /** Why the guest cluster's load balancers could not be looked at. */
+  loadBalancersNotListed?: string;
+}
+
+/** What the driver read beside the VM (HarvesterDriver.clusterLoadBalancers). */
+export type LoadBalancerView =
+  | {
+      loadBalancers: LoadBalancer[];
+      vms: Array<{ metadata: Partial<ObjectMeta> }>;
+      serverVersion: string | undefined;
+    }
+  | { notListed: string };
+
+/**
+ * The guest cluster's load balancers in the VM's namespace: on a whole-cluster removal they
+ * go once the cluster's last VM is gone, by Harvester itself from v1.8.0, else by the cleanup
+ * controller; on any other removal they stay. Never by the driver's removal of one VM.
+ */
+export function loadBalancerPreview(input: {
+  view: LoadBalancerView;
+  cluster: string;
+  namespace: string;
+  vmName: string;
+  wholeCluster: boolean;
+}): Pick<RemovalPreview, 'loadBalancersNotListed'> & { delete?: PreviewItem[]; keep?: PreviewItem[] } {
+  const { view, cluster, namespace } = input;
+  if ('notListed' in view) return { loadBalancersNotListed: view.notListed };
+  if (!cluster) return {};
+  const lbs = guestClusterLoadBalancers(view.loadBalancers, cluster, namespace).filter(
+    (lb) => !lb.metadata.deletionTimestamp,
+  );
+  const item = (lb: LoadBalancer, reason: string): PreviewItem => ({
+    namespace: lb.metadata.namespace ?? namespace,
+    name: lb.metadata.name,
+    reason,
+  });
+  if (!input.wholeCluster || isAmbiguousClusterName(cluster)) {
+    const why = input.wholeCluster
+      ? `guest cluster name "${cluster}" names no cluster in particular: its load balancers are never deleted for it`
+      : 'only this machine is removed: the guest cluster keeps its load balancers';
+    return { keep: lbs.map((lb) => item(lb, `${describeLoadBalancer(lb)}; ${why}`)) };
+  }
+  const others = view.vms.filter(
+    (v) =>
+      v.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === cluster &&
+      v.metadata.name !== input.vmName &&
+      !v.metadata.deletionTimestamp,
+  ).length;
+  const version = harvesterLbCleanup(view.serverVersion);
+  const by = version.cleansUp
+    ? `by Harvester itself (${version.why})`
+    : `by harvester-machine-controller (${version.why})`;
+  const when = `deleted with guest cluster ${cluster} once its last VM is gone${others ? ` (${others} other VM(s) of it are left)` : ''}, ${by}; not by this removal`;
+  return {
+    delete: lbs.map((lb) =>
+      item(lb, `made by the cluster's cloud provider: ${describeLoadBalancer(lb)}; ${when}`),
+    ),
+  };
 }
 
 /** A kept item outside the VM's namespace is named "ns/name" by the plan. */
@@ -45,8 +117,13 @@ export function removalPreview(input: {
   vmName: string;
   plan: RemovalPlan | undefined;
   wholeClusterAssumed: boolean;
+  loadBalancers?: ReturnType<typeof loadBalancerPreview>;
 }): RemovalPreview {
   const { plan } = input;
+  const lb = input.loadBalancers;
+  const lbFields = {
+    ...(lb?.loadBalancersNotListed ? { loadBalancersNotListed: lb.loadBalancersNotListed } : {}),
+  };
   const empty = { virtualMachines: [], persistentVolumeClaims: [], secrets: [] };
   if (!plan) {
     return {
@@ -57,6 +134,7 @@ export function removalPreview(input: {
       delete: empty,
       keep: { persistentVolumeClaims: [] },
       refused: { claimNames: [] },
+      ...lbFields,
     };
   }
   const ns = plan.namespace;
@@ -71,8 +149,13 @@ export function removalPreview(input: {
       ],
       persistentVolumeClaims: plan.pvcs.map((p) => item(ns, p)),
       secrets: plan.secrets.map((s) => item(ns, s)),
+      ...(lb?.delete ? { loadBalancers: lb.delete } : {}),
     },
-    keep: { persistentVolumeClaims: plan.kept.map((k) => item(ns, k)) },
+    keep: {
+      persistentVolumeClaims: plan.kept.map((k) => item(ns, k)),
+      ...(lb?.keep ? { loadBalancers: lb.keep } : {}),
+    },
+    ...lbFields,
     // Not item(): a refused name is the VM's text, and a "/" in it is no namespace.
     refused: { claimNames: plan.refused.map((r) => ({ namespace: ns, name: r.name, reason: r.reason })) },
   };
@@ -97,7 +180,22 @@ export function renderRemovalPreview(preview: RemovalPreview, storeDir: string):
     ...section('', 'PersistentVolumeClaim', preview.delete.persistentVolumeClaims).slice(1),
     ...section('', 'Secret', preview.delete.secrets).slice(1),
   ];
-  const keeps = section('keep:', 'PersistentVolumeClaim', preview.keep.persistentVolumeClaims);
+  const withCluster = section(
+    'with the guest cluster, once its last VM is gone:',
+    'LoadBalancer',
+    preview.delete.loadBalancers ?? [],
+  );
+  const keeps = [
+    ...section('keep:', 'PersistentVolumeClaim', preview.keep.persistentVolumeClaims),
+    ...section(
+      preview.keep.persistentVolumeClaims.length ? '' : 'keep:',
+      'LoadBalancer',
+      preview.keep.loadBalancers ?? [],
+    ).slice(preview.keep.persistentVolumeClaims.length ? 1 : 0),
+  ];
+  const lbCount = preview.delete.loadBalancers?.length
+    ? `, ${preview.delete.loadBalancers.length} load balancer(s) go with the guest cluster`
+    : '';
   const refused = preview.refused.claimNames;
   const refusals =
     refused.length === 0
@@ -109,12 +207,18 @@ export function renderRemovalPreview(preview: RemovalPreview, storeDir: string):
   const counts =
     `${preview.delete.persistentVolumeClaims.length} volume(s) and ${preview.delete.secrets.length} Secret(s) deleted, ` +
     `${preview.keep.persistentVolumeClaims.length} volume(s) kept` +
-    (refused.length > 0 ? `, ${refused.length} claim name(s) refused` : '');
+    (refused.length > 0 ? `, ${refused.length} claim name(s) refused` : '') +
+    lbCount;
+  const notListed = preview.loadBalancersNotListed
+    ? [`(load balancers not looked at: ${preview.loadBalancersNotListed})`]
+    : [];
   return [
     `${header}`,
     ...deletes,
+    ...withCluster,
     ...keeps,
     ...refusals,
+    ...notListed,
     `and forget the machine (${storeDir}). ${counts}. Nothing was changed.`,
   ];
 }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { planRemoval, type RemovalPlan } from '../harvester/removal-plan.js';
 import { pvc, pvcVolume, vmWith } from '../harvester/testing/fixtures.js';
-import { removalPreview, renderRemovalPreview } from './removal-preview.js';
+import type { LoadBalancer } from '../harvester/load-balancers.js';
+import { loadBalancerPreview, removalPreview, renderRemovalPreview } from './removal-preview.js';
 
 const plan: RemovalPlan = {
   vmName: 'c1-pool1-x1',
@@ -134,5 +135,97 @@ describe('removal preview', () => {
       renderRemovalPreview(preview, '/s/m')[0] ?? '',
       /delete nothing on Harvester: VM ns\/m does not exist/,
     );
+  });
+});
+
+describe("removal preview: the guest cluster's load balancers", () => {
+  const lb = (
+    name: string,
+    cluster: string,
+    extra: Partial<LoadBalancer['metadata']> = {},
+  ): LoadBalancer => ({
+    metadata: {
+      name,
+      namespace: 'default',
+      labels: { 'cloudprovider.harvesterhci.io/cluster': cluster },
+      ...extra,
+    },
+    spec: { workloadType: 'cluster', ipam: 'pool' },
+    status: { allocatedAddress: { ip: '192.0.2.10', ipPool: 'p' } },
+  });
+  const vm = (name: string, cluster: string) => ({
+    metadata: { name, namespace: 'default', labels: { 'guestcluster.harvesterhci.io/name': cluster } },
+  });
+  const view = (serverVersion: string) => ({
+    loadBalancers: [
+      lb('c1-a', 'c1'),
+      lb('c2-a', 'c2'),
+      lb('c1-gone', 'c1', { deletionTimestamp: '2026-01-01T00:00:00Z' }),
+    ],
+    vms: [vm('c1-pool1-x1', 'c1'), vm('c1-pool1-x2', 'c1')],
+    serverVersion,
+  });
+  const input = { cluster: 'c1', namespace: 'default', vmName: 'c1-pool1-x1' };
+
+  it("a whole-cluster removal: the cluster's go with it, by the controller or by Harvester itself, never by this removal", () => {
+    const old = loadBalancerPreview({ ...input, view: view('v1.7.1'), wholeCluster: true });
+    assert.deepEqual(
+      old.delete?.map((i) => i.name),
+      ['c1-a'],
+    );
+    assert.match(
+      old.delete?.[0]?.reason ?? '',
+      /holding 192\.0\.2\.10 from IP pool p; deleted with guest cluster c1 once its last VM is gone \(1 other VM\(s\) of it are left\), by harvester-machine-controller \(Harvester v1\.7\.1 leaves them/,
+    );
+    assert.match(old.delete?.[0]?.reason ?? '', /not by this removal$/);
+    const recent = loadBalancerPreview({ ...input, view: view('v1.8.1'), wholeCluster: true });
+    assert.match(
+      recent.delete?.[0]?.reason ?? '',
+      /by Harvester itself \(Harvester v1\.8\.1 deletes them itself/,
+    );
+    const preview = removalPreview({
+      machine: 'm',
+      namespace: 'default',
+      vmName: 'c1-pool1-x1',
+      plan: { ...plan, removeAll: true },
+      wholeClusterAssumed: true,
+      loadBalancers: old,
+    });
+    const text = renderRemovalPreview(preview, '/s');
+    assert.ok(text.includes('with the guest cluster, once its last VM is gone:'));
+    assert.ok(text.includes('  LoadBalancer default/c1-a'));
+    assert.match(
+      text.at(-1) ?? '',
+      /1 load balancer\(s\) go with the guest cluster\. Nothing was changed\.$/,
+    );
+  });
+
+  it('any other removal keeps them; a credential that may not list them is said so', () => {
+    const plain = loadBalancerPreview({ ...input, view: view('v1.7.1'), wholeCluster: false });
+    assert.equal(plain.delete, undefined);
+    assert.deepEqual(
+      plain.keep?.map((i) => i.name),
+      ['c1-a'],
+    );
+    assert.match(plain.keep?.[0]?.reason ?? '', /only this machine is removed/);
+    const ambiguous = loadBalancerPreview({
+      ...input,
+      cluster: 'kubernetes',
+      view: { ...view('v1.7.1'), loadBalancers: [lb('k-a', 'kubernetes')] },
+      wholeCluster: true,
+    });
+    assert.equal(ambiguous.delete, undefined);
+    assert.match(ambiguous.keep?.[0]?.reason ?? '', /names no cluster in particular/);
+    const denied = loadBalancerPreview({ ...input, view: { notListed: 'forbidden' }, wholeCluster: true });
+    const preview = removalPreview({
+      machine: 'm',
+      namespace: 'default',
+      vmName: 'c1-pool1-x1',
+      plan,
+      wholeClusterAssumed: false,
+      loadBalancers: denied,
+    });
+    assert.equal(preview.loadBalancersNotListed, 'forbidden');
+    assert.ok(renderRemovalPreview(preview, '/s').includes('(load balancers not looked at: forbidden)'));
   });
 });

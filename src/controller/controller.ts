@@ -13,6 +13,7 @@ import { CredentialMonitor } from './credential-monitor.js';
 import { formatSecretRef } from './credential-choice.js';
 import { EventRecorder } from './events.js';
 import { HarvesterClients } from './harvester-access.js';
+import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 import { MachineReconciler } from './machine-reconciler.js';
 import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
@@ -48,9 +49,11 @@ export class CleanupController {
   readonly metrics: ControllerMetrics;
   readonly reconciler: MachineReconciler;
   readonly monitor: CredentialMonitor;
+  readonly loadBalancers: LoadBalancerCleanup;
   private readonly machineQueue: WorkQueue;
   private readonly credentialQueue: WorkQueue;
   private readonly clusterQueue: WorkQueue;
+  private readonly lbQueue: WorkQueue;
   private readonly harvester = new HarvesterClients();
   private readonly status: StatusWriter;
   private readonly events: EventRecorder;
@@ -113,6 +116,20 @@ export class CleanupController {
       },
       onChange,
     });
+    this.loadBalancers = new LoadBalancerCleanup({
+      caches: this.caches,
+      harvester: this.harvester,
+      events,
+      metrics: loadBalancerMetrics(this.metrics.registry),
+      logger: logger.child({ component: 'load-balancer-cleanup' }),
+      // The VMs go only after every gate of the cluster was released (at the latest at the gate deadline).
+      deadlineMs: 2 * config.gateDeadlineMs,
+      onCredentialRejected: (key) => {
+        this.monitor.markRejected(key);
+        this.credentialQueue.add(key);
+      },
+    });
+    this.lbQueue = queue('load-balancers', (k) => this.loadBalancers.reconcile(k), 2);
     this.machineQueue = queue('machines', (k) => this.reconciler.reconcile(k), options.concurrency ?? 8);
     this.credentialQueue = queue('credentials', (k) => this.monitor.reconcileCredential(k), 2);
     this.clusterQueue = queue('clusters', (k) => Promise.resolve(this.monitor.reconcileCluster(k)), 2);
@@ -130,6 +147,7 @@ export class CleanupController {
     const clusterChanged = when<KubeObject>((e) => {
       this.enqueueMachinesOf(e.object.metadata.namespace ?? '', e.object.metadata.name ?? '');
       this.clusterQueue.add(keyOf(e.object));
+      this.lbQueue.add(keyOf(e.object));
     });
     caches.capiClusters.on(clusterChanged);
     caches.provisioningClusters.on(clusterChanged);
@@ -155,7 +173,10 @@ export class CleanupController {
       ))
         this.machineQueue.add(keyOf(m));
     const cluster = hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME];
-    if (cluster) this.clusterQueue.add(`${ns}/${cluster}`);
+    if (cluster) {
+      this.clusterQueue.add(`${ns}/${cluster}`);
+      this.lbQueue.add(`${ns}/${cluster}`);
+    }
   }
 
   private enqueueMachinesOf(namespace: string, cluster: string): void {
@@ -201,6 +222,8 @@ export class CleanupController {
     this.synced = true;
     for (const s of caches.credentials.list()) this.credentialQueue.add(keyOf(s));
     for (const c of caches.provisioningClusters.list()) this.clusterQueue.add(keyOf(c));
+    for (const c of [...caches.provisioningClusters.list(), ...caches.capiClusters.list()])
+      if (c.metadata.deletionTimestamp) this.lbQueue.add(keyOf(c));
     for (const m of caches.machines.list()) this.machineQueue.add(keyOf(m));
     this.status.markDirty();
     this.options.logger.info('caches synced', {
@@ -224,13 +247,23 @@ export class CleanupController {
 
   /** Resolves when no work is queued or running (tests, benchmarks). */
   async idle(): Promise<void> {
-    await Promise.all([this.machineQueue.idle(), this.credentialQueue.idle(), this.clusterQueue.idle()]);
+    await Promise.all([
+      this.machineQueue.idle(),
+      this.credentialQueue.idle(),
+      this.clusterQueue.idle(),
+      this.lbQueue.idle(),
+    ]);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     const { caches } = this;
-    await Promise.all([this.machineQueue.stop(), this.credentialQueue.stop(), this.clusterQueue.stop()]);
+    await Promise.all([
+      this.machineQueue.stop(),
+      this.credentialQueue.stop(),
+      this.clusterQueue.stop(),
+      this.lbQueue.stop(),
+    ]);
     await Promise.all(
       [
         caches.machines,

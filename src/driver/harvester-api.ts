@@ -17,6 +17,7 @@ import type {
   VirtualMachine,
   VirtualMachineInstance,
 } from '../harvester/types.js';
+import type { LoadBalancer } from '../harvester/load-balancers.js';
 import { credentialRejected, type CredentialSource } from './credential-error.js';
 
 export type VmAction = 'start' | 'stop' | 'restart';
@@ -102,6 +103,15 @@ export class HarvesterApi {
 
   async listPvcs(namespace: string): Promise<Pvc[]> {
     return (await this.guard(() => this.client.list<Pvc>(Resources.pvc, { namespace }))).items;
+  }
+
+  /** The namespace's Harvester load balancers (the dry run names a whole-cluster deletion's). */
+  async listLoadBalancers(namespace: string): Promise<Array<LoadBalancer & KubeObject>> {
+    return (
+      await this.guard(() =>
+        this.client.list<LoadBalancer & KubeObject>(Resources.loadBalancer, { namespace }),
+      )
+    ).items;
   }
 
   findSetting(name: string): Promise<Setting | undefined> {

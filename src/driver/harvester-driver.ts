@@ -31,6 +31,9 @@ import { preCreateCheck } from './operations/pre-create-check.js';
 import { removeMachine, planMachineRemoval } from './operations/remove.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import type { RemovalPlan } from '../harvester/removal-plan.js';
+import type { LoadBalancer } from '../harvester/load-balancers.js';
+import type { ObjectMeta } from '../harvester/types.js';
+import { KubeError } from '../kube/errors.js';
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 
@@ -166,6 +169,37 @@ export class HarvesterDriver implements MachineDriver {
       if (!options.wholeCluster) return planMachineRemoval(ctx, vm);
       const annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' };
       return planMachineRemoval(ctx, { ...vm, metadata: { ...vm.metadata, annotations } });
+    });
+  }
+
+  /**
+   * What a whole-cluster deletion does beyond the VM: the load balancers in the VM's
+   * namespace, the VMs there and Harvester's version (the dry run decides with
+   * src/harvester/load-balancers.ts). A credential that may not list load balancers, or a
+   * Harvester that serves none, is an answer, not an error.
+   */
+  clusterLoadBalancers(): Promise<
+    | {
+        loadBalancers: LoadBalancer[];
+        vms: Array<{ metadata: ObjectMeta }>;
+        serverVersion: string | undefined;
+      }
+    | { notListed: string }
+  > {
+    return this.run(async (ctx) => {
+      const ns = ctx.config.VMNamespace;
+      try {
+        const [loadBalancers, vms, setting] = await Promise.all([
+          ctx.api.listLoadBalancers(ns),
+          ctx.api.listVms(ns),
+          ctx.api.findSetting('server-version').catch(() => undefined),
+        ]);
+        return { loadBalancers, vms, serverVersion: setting?.value || setting?.default || undefined };
+      } catch (err) {
+        if (err instanceof KubeError && (err.kind === 'Forbidden' || err.kind === 'NotFound'))
+          return { notListed: err.message };
+        throw err;
+      }
     });
   }
 

@@ -59,6 +59,8 @@ export const Resources = {
   setting: t('harvesterhci.io', 'v1beta1', 'settings', 'Setting', false),
   virtualMachineImage: t('harvesterhci.io', 'v1beta1', 'virtualmachineimages', 'VirtualMachineImage'),
   keyPair: t('harvesterhci.io', 'v1beta1', 'keypairs', 'KeyPair'),
+  loadBalancer: t('loadbalancer.harvesterhci.io', 'v1beta1', 'loadbalancers', 'LoadBalancer'),
+  ipPool: t('loadbalancer.harvesterhci.io', 'v1beta1', 'ippools', 'IPPool', false),
   networkAttachmentDefinition: t(
     'k8s.cni.cncf.io',
     'v1',

@@ -1,13 +1,14 @@
 // rm <name>: the driver's Remove (idempotent: a VM already gone is success), then the
 // store entry. --dry-run (or `plan rm <name>`) shows the driver's removal plan instead,
 // the same pure plan the real removal records on the VM; --whole-cluster previews it as
-// if Rancher had marked the VM for a whole-cluster deletion.
+// if Rancher had marked the VM for a whole-cluster deletion, naming also the guest
+// cluster's load balancers that go with the cluster.
 import type { Command } from 'commander';
 import type { CliContext, OutputFormat } from '../context.js';
 import { confirm } from '../confirm.js';
 import { ExitWithCode, UsageError } from '../errors.js';
 import { openMachine, vmRefOf, type FreshCredentialOptions } from '../machines.js';
-import { removalPreview, renderRemovalPreview } from '../removal-preview.js';
+import { loadBalancerPreview, removalPreview, renderRemovalPreview } from '../removal-preview.js';
 import { addMachineCredentialOptions, outputOption } from './machine-info.js';
 
 interface RmOptions extends FreshCredentialOptions {
@@ -21,12 +22,24 @@ async function previewRemoval(ctx: CliContext, name: string, opts: RmOptions): P
   const { machine, driver } = await openMachine(ctx, name, { fresh: opts });
   try {
     const plan = await driver.planRemoval({ wholeCluster: Boolean(opts.wholeCluster) });
+    // A machine outside a guest cluster has no cloud provider, so no load balancers.
+    const loadBalancers =
+      plan && driver.config.ClusterName
+        ? loadBalancerPreview({
+            view: await driver.clusterLoadBalancers(),
+            cluster: driver.config.ClusterName,
+            namespace: plan.namespace,
+            vmName: plan.vmName,
+            wholeCluster: plan.removeAll,
+          })
+        : undefined;
     const preview = removalPreview({
       machine: name,
       namespace: driver.config.VMNamespace,
       vmName: driver.config.MachineName,
       plan,
       wholeClusterAssumed: Boolean(opts.wholeCluster),
+      ...(loadBalancers ? { loadBalancers } : {}),
     });
     if (opts.output === 'json') ctx.json(preview);
     else for (const line of renderRemovalPreview(preview, machine.dir)) ctx.out(line);

@@ -34,7 +34,7 @@ interface OrphanedOptions {
   output: OutputFormat;
 }
 
-interface DeletionOutcome {
+export interface DeletionOutcome {
   deleted: string[];
   skipped: Array<{ volume: string; reason: string }>;
   failed: Array<{ volume: string; error: string }>;
@@ -57,7 +57,7 @@ async function recheck(
   return undefined;
 }
 
-async function deleteOrphans(
+export async function deleteOrphans(
   ctx: CliContext,
   client: KubeClient,
   targets: OrphanVolume[],
@@ -136,7 +136,7 @@ export function registerVolumes(program: Command, ctx: CliContext): void {
   volumes
     .command('orphaned')
     .description(
-      'list host volumes that no VM uses and whose guest cluster has no VM left (leaked by deleted clusters), grouped by guest cluster',
+      'list host volumes that no VM uses and whose guest cluster has no VM left (leaked by deleted clusters), grouped by guest cluster (the volumes part of `leftovers`)',
     )
     .option('-n, --namespace <namespace>', 'look in this namespace only (default: every namespace)')
     .option(

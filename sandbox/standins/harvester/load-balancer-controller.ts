@@ -1,0 +1,262 @@
+// Harvester's load balancer controller (load-balancer-harvester, docs/upstream/load-balancers.md),
+// the parts a guest cluster's load balancers go through:
+// - "harvester-lb-controller": the wrangler finalizer on every load balancer; for `ipam: pool`
+//   an address from the chosen IP pool, booked in the pool's status.allocated
+//   (IP -> "<namespace>/<name>") and written to status.allocatedAddress and status.address;
+//   for `ipam: dhcp` allocatedAddress.ip 0.0.0.0. On removal the address goes back to its
+//   pool (allocated -> allocatedHistory) before the finalizer is removed.
+// - "harvester-ippool": a new pool's status total/available.
+// - "harvester-lb-vm-controller" (load-balancer-harvester v1.8.0 and later, so only while the
+//   server-version setting says v1.8.0 or later): a guest-cluster VM annotated
+//   removeAllPersistentVolumeClaims="true" that is being removed deletes the cluster-type load
+//   balancers of its cluster in its namespace. Played when the VM gets its deletionTimestamp,
+//   without the finalizer the real OnRemove handler puts on every VM.
+// Not played: the webhook, VM-type load balancers' Services, health checks, kube-vip.
+import { ANNOTATION_REMOVE_ALL_PVCS, CREATOR, LABEL_CREATOR } from '../../../src/harvester/labels.js';
+import {
+  IPPOOL_LABEL_GLOBAL,
+  LB_ANNOTATION_CLUSTER,
+  LB_ANNOTATION_NAMESPACE,
+  LB_ANNOTATION_NETWORK,
+  LB_ANNOTATION_PROJECT,
+  guestClusterLoadBalancers,
+  harvesterLbCleanup,
+  type IpPool,
+  type LoadBalancer,
+} from '../../../src/harvester/load-balancers.js';
+import { KubeError } from '../../../src/kube/errors.js';
+import { Resources, type KubeObject } from '../../../src/kube/resources.js';
+import type { StandInContext } from '../context.js';
+import { Labels } from '../names.js';
+import { Reconciler, keyOf, nowIso } from '../runtime.js';
+import type { VirtualMachine } from '../types.js';
+import { patchFinalizers, refOf, updateWithRetry, withFinalizer, withoutFinalizer } from '../writes.js';
+import { ipPoolAddresses } from './ip-ranges.js';
+
+export const FINALIZER_LB_CONTROLLER = 'wrangler.cattle.io/harvester-lb-controller';
+const DHCP_ADDRESS = '0.0.0.0';
+
+type Lb = LoadBalancer & KubeObject;
+type Pool = IpPool & KubeObject;
+interface Setting extends KubeObject {
+  value?: string;
+  default?: string;
+}
+
+/** load-balancer-harvester pkg/ipam/selector.go: highest priority among the matching pools, else the global one. */
+export function selectIpPool(pools: readonly Pool[], lb: Lb, loose: boolean): Pool | undefined {
+  const a = lb.metadata.annotations ?? {};
+  const want = {
+    network: a[LB_ANNOTATION_NETWORK] ?? '',
+    project: a[LB_ANNOTATION_PROJECT] ?? '',
+    namespace: a[LB_ANNOTATION_NAMESPACE] || (lb.metadata.namespace ?? ''),
+    cluster: a[LB_ANNOTATION_CLUSTER] ?? '',
+  };
+  const eq = (mine: string | undefined, theirs: string, emptyMatches: boolean): boolean =>
+    mine === '*' || theirs === '*' || (mine ?? '') === theirs || (emptyMatches && !mine);
+  let selected: Pool | undefined;
+  let global: Pool | undefined;
+  let priority = -1;
+  for (const pool of pools) {
+    if (pool.metadata.labels?.[IPPOOL_LABEL_GLOBAL] === 'true') {
+      global = pool;
+      continue;
+    }
+    const selector = pool.spec.selector ?? {};
+    if ((selector.network ?? '') !== want.network) continue;
+    const matches = (selector.scope ?? []).some(
+      (t) =>
+        eq(t.project, want.project, loose) &&
+        eq(t.namespace, want.namespace, false) &&
+        eq(t.guestCluster, want.cluster, loose),
+    );
+    if (matches && (selector.priority ?? 0) >= priority) {
+      selected = pool;
+      priority = selector.priority ?? 0;
+    }
+  }
+  return selected ?? global;
+}
+
+function serverVersion(settings: { get(key: string): Setting | undefined }): string | undefined {
+  const s = settings.get('server-version');
+  return s?.value || s?.default || undefined;
+}
+
+export function loadBalancerControllers(ctx: StandInContext): Reconciler[] {
+  const { client } = ctx;
+  const lbs = ctx.informers.get<Lb>(Resources.loadBalancer);
+  const pools = ctx.informers.get<Pool>(Resources.ipPool);
+  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
+  const settings = ctx.informers.get<Setting>(Resources.setting);
+  const logger = ctx.logger.child({ controller: 'harvester-lb' });
+
+  const condition = (status: 'True' | 'False', message?: string) => ({
+    type: 'Ready',
+    status,
+    lastUpdateTime: nowIso(),
+    ...(message ? { message } : {}),
+  });
+
+  /** Books the first free address of the pool for `owner` (or finds its booking); undefined when full. */
+  async function reserve(pool: Pool, owner: string): Promise<{ ip: string; pool: Pool } | undefined> {
+    let booked: string | undefined;
+    const written = await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
+      const { addresses } = ipPoolAddresses(p.spec.ranges);
+      const allocated = { ...p.status?.allocated };
+      booked = Object.entries(allocated).find(([, who]) => who === owner)?.[0];
+      if (booked) return undefined;
+      booked = addresses.find((ip) => allocated[ip] === undefined);
+      if (!booked) return undefined;
+      allocated[booked] = owner;
+      const history = { ...p.status?.allocatedHistory };
+      delete history[booked];
+      p.status = {
+        ...p.status,
+        total: addresses.length,
+        available: addresses.length - Object.keys(allocated).length,
+        lastAllocated: booked,
+        allocated,
+        allocatedHistory: history,
+      };
+      return p;
+    });
+    return booked ? { ip: booked, pool: written ?? pool } : undefined;
+  }
+
+  async function release(lb: Lb): Promise<void> {
+    const owner = keyOf(lb.metadata.namespace, lb.metadata.name);
+    const poolName = lb.status?.allocatedAddress?.ipPool;
+    const ip = lb.status?.allocatedAddress?.ip;
+    if (!poolName || !ip) return;
+    const pool = pools.get(poolName);
+    await updateWithRetry(client, Resources.ipPool, pool, { name: poolName }, (p) => {
+      if (p.status?.allocated?.[ip] !== owner) return undefined;
+      const allocated = { ...p.status.allocated };
+      delete allocated[ip];
+      p.status = {
+        ...p.status,
+        allocated,
+        allocatedHistory: { ...p.status.allocatedHistory, [ip]: owner },
+        available: (p.status.available ?? 0) + 1,
+      };
+      return p;
+    });
+  }
+
+  const lbController = new Reconciler(
+    'harvester-lb',
+    async (key) => {
+      const lb = lbs.get(key);
+      if (!lb) return;
+      if (lb.metadata.deletionTimestamp) {
+        if (!(lb.metadata.finalizers ?? []).includes(FINALIZER_LB_CONTROLLER)) return;
+        if (lb.spec?.ipam !== 'dhcp') await release(lb);
+        await patchFinalizers(client, Resources.loadBalancer, lb, withoutFinalizer(FINALIZER_LB_CONTROLLER));
+        logger.info('load balancer removed', { lb: key, ip: lb.status?.allocatedAddress?.ip });
+        return;
+      }
+      const withFin = await patchFinalizers(
+        client,
+        Resources.loadBalancer,
+        lb,
+        withFinalizer(FINALIZER_LB_CONTROLLER),
+      );
+      if (withFin) return; // the change comes back as an event
+      if (lb.spec?.ipam === 'dhcp') {
+        if (lb.status?.allocatedAddress?.ip === DHCP_ADDRESS) return;
+        await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {
+          o.status = { ...o.status, allocatedAddress: { ip: DHCP_ADDRESS }, conditions: [condition('True')] };
+          return o;
+        });
+        return;
+      }
+      if (lb.status?.allocatedAddress?.ipPool) return;
+      const all = pools.list();
+      const pool = lb.spec?.ipPool
+        ? pools.get(lb.spec.ipPool)
+        : (selectIpPool(all, lb, false) ??
+          (lb.spec?.workloadType === 'cluster' ? selectIpPool(all, lb, true) : undefined));
+      const booked = pool ? await reserve(pool, key) : undefined;
+      const { mask, gateway } = pool ? ipPoolAddresses(pool.spec.ranges) : { mask: '', gateway: '' };
+      await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {
+        o.status = booked
+          ? {
+              ...o.status,
+              address: booked.ip,
+              allocatedAddress: {
+                ipPool: booked.pool.metadata.name ?? '',
+                ip: booked.ip,
+                mask,
+                ...(gateway ? { gateway } : {}),
+              },
+              conditions: [condition('True')],
+            }
+          : {
+              ...o.status,
+              conditions: [
+                condition(
+                  'False',
+                  pool ? `no available IP in pool ${pool.metadata.name ?? ''}` : 'no matched IPPool',
+                ),
+              ],
+            };
+        return o;
+      });
+      // A pool created later gets another look from the pool events below.
+    },
+    logger,
+  )
+    .watch(lbs)
+    .watch(pools, () =>
+      lbs
+        .list((lb) => !lb.status?.allocatedAddress?.ipPool)
+        .map((lb) => keyOf(lb.metadata.namespace, lb.metadata.name)),
+    );
+
+  const poolController = new Reconciler(
+    'harvester-ippool',
+    async (key) => {
+      const pool = pools.get(key);
+      if (!pool || pool.metadata.deletionTimestamp || pool.status?.total !== undefined) return;
+      await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
+        const total = ipPoolAddresses(p.spec.ranges).addresses.length;
+        const used = Object.keys(p.status?.allocated ?? {}).length;
+        p.status = {
+          ...p.status,
+          total,
+          available: total - used,
+          lastAllocated: p.status?.lastAllocated ?? '',
+        };
+        return p;
+      });
+    },
+    logger,
+  ).watch(pools);
+
+  const vmCleanup = new Reconciler(
+    'harvester-lb-vm',
+    async (key) => {
+      const vm = vms.get(key);
+      if (!vm?.metadata.deletionTimestamp) return;
+      if (vm.metadata.labels?.[LABEL_CREATOR] !== CREATOR) return;
+      if (vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS] !== 'true') return;
+      const cluster = vm.metadata.labels?.[Labels.guestCluster];
+      if (cluster === undefined) return;
+      if (!harvesterLbCleanup(serverVersion(settings)).cleansUp) return;
+      const namespace = vm.metadata.namespace ?? '';
+      for (const lb of guestClusterLoadBalancers(lbs.list(), cluster, namespace)) {
+        if (lb.metadata.deletionTimestamp) continue;
+        try {
+          await client.delete(Resources.loadBalancer, refOf(lb));
+        } catch (err) {
+          if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+        }
+        logger.info('guest cluster removed: load balancer deleted', { vm: key, lb: lb.metadata.name });
+      }
+    },
+    logger,
+  ).watch(vms);
+
+  return [lbController, poolController, vmCleanup];
+}

@@ -1,0 +1,129 @@
+// leftovers: what deleted guest clusters left on Harvester: host volumes no VM uses
+// (`volumes orphaned`, harvester#7765) and the load balancers their cloud provider made,
+// which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md).
+// Nothing of a guest cluster that still has a VM is ever listed. Dry run by default; with
+// --delete, after one confirmation, each item is re-checked right before its delete and
+// deleted only as the object that was listed.
+import type { Command } from 'commander';
+import { findOrphans, volumesToDelete } from '../../harvester/orphaned-volumes.js';
+import { findLeftoverLoadBalancers, loadBalancersToDelete } from '../../harvester/load-balancers.js';
+import { KubeClient } from '../../kube/client.js';
+import { KubeError } from '../../kube/errors.js';
+import { confirm } from '../confirm.js';
+import type { CliContext, OutputFormat } from '../context.js';
+import { ExitWithCode, UsageError } from '../errors.js';
+import { parseDuration } from '../format/durations.js';
+import { chooseKubeconfig } from '../kubeconfig-source.js';
+import { lbReportJson, renderLbReport } from '../leftovers/load-balancer-view.js';
+import {
+  deleteLeftoverLoadBalancers,
+  scanLoadBalancers,
+  type LbDeletionOutcome,
+} from '../leftovers/load-balancers.js';
+import { scanCluster } from '../volumes/cluster-scan.js';
+import { orphanReportJson, renderOrphanReport } from '../volumes/orphan-view.js';
+import { outputOption } from './machine-info.js';
+import { deleteOrphans, type DeletionOutcome } from './volumes.js';
+
+interface LeftoversOptions {
+  namespace?: string;
+  kubeconfig?: string;
+  delete?: boolean;
+  yes?: boolean;
+  includeUnknown?: boolean;
+  minAge: string;
+  output: OutputFormat;
+}
+
+async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void> {
+  const minAgeMs = parseDuration(opts.minAge, '--min-age');
+  if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
+  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env);
+  const client = KubeClient.fromKubeconfig(content);
+  try {
+    const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
+      if (err instanceof KubeError && err.kind === 'Forbidden' && opts.namespace === undefined)
+        throw new UsageError(
+          `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
+        );
+      throw err;
+    });
+    const lbScan = await scanLoadBalancers(client, opts.namespace, scan.vms);
+    const now = new Date();
+    const volumes = findOrphans(scan, { now, minAgeMs });
+    const lbs = lbScan.loadBalancers
+      ? findLeftoverLoadBalancers(lbScan.loadBalancers, lbScan.vms, { now, minAgeMs })
+      : undefined;
+    const includeUnknown = Boolean(opts.includeUnknown);
+    const report = (): Record<string, unknown> => ({
+      volumes: orphanReportJson(volumes),
+      loadBalancers: lbReportJson(lbs, lbScan.notListed),
+    });
+    const text = (): void => {
+      for (const line of renderOrphanReport(volumes, { minAge: opts.minAge })) ctx.out(line);
+      ctx.out();
+      for (const line of renderLbReport(lbs, {
+        minAge: opts.minAge,
+        ...(lbScan.notListed ? { notListed: lbScan.notListed } : {}),
+      }))
+        ctx.out(line);
+    };
+    if (!opts.delete) {
+      if (opts.output === 'json') ctx.json(report());
+      else text();
+      return;
+    }
+    if (opts.output === 'text') text();
+    const volumeTargets = volumesToDelete(volumes, includeUnknown);
+    const lbTargets = lbs ? loadBalancersToDelete(lbs, includeUnknown) : [];
+    let volumeOutcome: DeletionOutcome = { deleted: [], skipped: [], failed: [] };
+    let lbOutcome: LbDeletionOutcome = { deleted: [], skipped: [], failed: [] };
+    if (volumeTargets.length + lbTargets.length === 0) ctx.note('Nothing to delete.');
+    else if (
+      !(await confirm(
+        ctx,
+        `Delete ${volumeTargets.length} volume(s) and the data on them, and ${lbTargets.length} load balancer(s) and the addresses they hold?`,
+        opts.yes,
+      ))
+    ) {
+      ctx.note('Nothing deleted.');
+      throw new ExitWithCode(1);
+    } else {
+      volumeOutcome = await deleteOrphans(ctx, client, volumeTargets, { minAgeMs, includeUnknown });
+      lbOutcome = await deleteLeftoverLoadBalancers(ctx, client, lbTargets, {
+        minAgeMs,
+        includeUnknown,
+        namespace: opts.namespace,
+      });
+    }
+    if (opts.output === 'json')
+      ctx.json({ ...report(), deletion: { volumes: volumeOutcome, loadBalancers: lbOutcome } });
+    else
+      ctx.out(
+        `Volumes: deleted ${volumeOutcome.deleted.length}, skipped ${volumeOutcome.skipped.length}, failed ${volumeOutcome.failed.length}. ` +
+          `Load balancers: deleted ${lbOutcome.deleted.length}, skipped ${lbOutcome.skipped.length}, failed ${lbOutcome.failed.length}.`,
+      );
+    if (volumeOutcome.failed.length + lbOutcome.failed.length > 0) throw new ExitWithCode(1);
+  } finally {
+    client.close();
+  }
+}
+
+export function registerLeftovers(program: Command, ctx: CliContext): void {
+  program
+    .command('leftovers')
+    .description(
+      'list what deleted guest clusters left on Harvester: volumes no VM uses and load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster; --delete removes them',
+    )
+    .option('-n, --namespace <namespace>', 'look in this namespace only (default: every namespace)')
+    .option(
+      '--kubeconfig <file>',
+      'Harvester kubeconfig (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',
+    )
+    .option('--min-age <duration>', 'leave out anything younger than this (0, 90s, 10m, 2h, 7d)', '10m')
+    .option('--delete', 'delete what is listed, after a confirmation')
+    .option('-y, --yes', 'with --delete: do not ask for confirmation')
+    .option('--include-unknown', 'with --delete: also delete what belongs to no known guest cluster')
+    .addOption(outputOption())
+    .action((opts: LeftoversOptions) => leftovers(ctx, opts));
+}

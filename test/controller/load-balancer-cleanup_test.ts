@@ -1,0 +1,235 @@
+// The load balancers of deleted guest clusters (docs/decisions/0011) on the whole sandbox:
+// Harvester's load balancer controller and the cloud provider played by the stand-ins, the
+// real Cluster API manager with Rancher's stand-in running the real driver's Remove in process
+// as its rm job, the controller under the chart's RBAC
+// reaching Harvester through the cloud credential. What is checked is what an operator
+// sees: which load balancers are left on Harvester, which addresses the IP pool still
+// hands out as taken, the Events on the cluster and the metrics.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { IpPool, LoadBalancer } from '../../src/harvester/load-balancers.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { waitFor } from '../../src/kube/wait.js';
+import { startRancherStandIn, type RancherStandIn } from '../../sandbox/rancher/rancher-standin.js';
+import {
+  createGuestCluster,
+  createMachineVm,
+  scaleDownPool,
+  type GuestMachine,
+} from '../../sandbox/rancher/guest-cluster.js';
+import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
+import { ensureGuestLoadBalancer, ensureIpPool } from '../../sandbox/standins/cloud-provider.js';
+import { eventuallyValue } from '../support/eventually.js';
+import { startControllerAsChart } from './gate-fixture.js';
+
+const NS = 'fleet-lb';
+const SYSTEM_NS = 'hm-lb';
+const VM_NS = 'default';
+const POOL = 'lb-test-pool';
+
+let sandbox: Sandbox | undefined;
+let standIn: RancherStandIn | undefined;
+let controller: Awaited<ReturnType<typeof startControllerAsChart>> | undefined;
+
+before(async () => {
+  sandbox = await startSandbox({
+    standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
+    clusterApi: { namespace: NS },
+  });
+  for (const name of [NS, SYSTEM_NS])
+    await sandbox.rancher.admin.create(Resources.namespace, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name },
+    });
+  await ensureIpPool(sandbox.harvester.admin, {
+    name: POOL,
+    subnet: '203.0.113.0/24',
+    gateway: '203.0.113.1',
+  });
+  standIn = await startRancherStandIn(sandbox.rancher.admin, { namespace: NS, retryDelayMs: 500 });
+  controller = await startControllerAsChart(sandbox.rancher, {
+    namespace: NS,
+    systemNamespace: SYSTEM_NS,
+    gateDeadline: '10m',
+  });
+});
+after(async () => {
+  await controller?.stop();
+  await standIn?.stop();
+  await sandbox?.stop();
+});
+const sbx = (): Sandbox => {
+  if (!sandbox) throw new Error('the sandbox is not started');
+  return sandbox;
+};
+
+/** A guest cluster as Rancher made it, its VMs on Harvester, and one load balancer per Service. */
+async function guest(
+  name: string,
+  opts: { machines: number; services: string[]; optOut?: boolean },
+): Promise<{ machines: GuestMachine[]; lbs: Array<LoadBalancer & KubeObject> }> {
+  const s = sbx();
+  const machines = await createGuestCluster(s.rancher.admin, {
+    namespace: NS,
+    name,
+    clusterCredential: `${s.cloudCredential.namespace}:${s.cloudCredential.name}`,
+    pools: [{ name: 'wk', quantity: opts.machines }],
+    vmNamespace: VM_NS,
+    downstreamKubeconfig: s.kubeconfigs.rancherLocal,
+    ...(opts.optOut ? { optOut: true } : {}),
+  });
+  for (const m of machines)
+    await createMachineVm(s.harvester.admin, {
+      instanceName: m.instanceName,
+      clusterName: name,
+      vmNamespace: VM_NS,
+    });
+  const lbs = [];
+  for (const service of opts.services)
+    lbs.push(
+      await ensureGuestLoadBalancer(s.harvester.admin, {
+        cluster: name,
+        namespace: VM_NS,
+        service: { namespace: 'default', name: service },
+      }),
+    );
+  return { machines, lbs };
+}
+
+async function setServerVersion(value: string): Promise<void> {
+  await sbx().harvester.admin.patch(Resources.setting, { name: 'server-version' }, { value });
+}
+
+const lbNames = async (): Promise<string[]> =>
+  (await sbx().harvester.admin.list<KubeObject>(Resources.loadBalancer, { namespace: VM_NS })).items
+    .filter((l) => !l.metadata.deletionTimestamp)
+    .map((l) => l.metadata.name ?? '')
+    .sort();
+
+const allocated = async (): Promise<Record<string, string>> =>
+  (await sbx().harvester.admin.get<IpPool & KubeObject>(Resources.ipPool, { name: POOL })).status
+    ?.allocated ?? {};
+
+async function deleteClusterAndWait(name: string): Promise<void> {
+  const { rancher } = sbx();
+  await rancher.admin.delete(Resources.provisioningCluster, { namespace: NS, name });
+  await waitFor(rancher.admin, {
+    type: Resources.provisioningCluster,
+    namespace: NS,
+    name,
+    timeoutMs: 120_000,
+    description: `cluster ${name} to be deleted`,
+    until: (o) => o === undefined,
+  });
+}
+
+async function clusterEvents(name: string, reason: string): Promise<string[]> {
+  const list = await sbx().rancher.admin.list<
+    KubeObject & { message?: string; involvedObject?: { name?: string } }
+  >(Resources.event, { namespace: NS, fieldSelector: `reason=${reason}` });
+  return list.items.filter((e) => e.involvedObject?.name === name).map((e) => e.message ?? '');
+}
+
+async function metric(name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${controller?.controller.port ?? 0}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+describe('load balancers of deleted guest clusters (controller + stand-ins on the sandbox)', () => {
+  it('on Harvester v1.7: a whole-cluster deletion deletes its load balancers and frees their IPs; a scale-down and another cluster keep theirs', async () => {
+    await setServerVersion('v1.7.1');
+    const a = await guest('lb-a', { machines: 2, services: ['web', 'api'] });
+    const b = await guest('lb-b', { machines: 1, services: ['web'] });
+    const [aWeb, aApi] = a.lbs.map((l) => l.metadata.name ?? '');
+    const bWeb = b.lbs[0]?.metadata.name ?? '';
+    assert.equal(Object.keys(await allocated()).length, 3);
+
+    // Scale lb-b down to nothing: its only VM goes, the cluster stays, so do its load balancers.
+    const only = b.machines[0] as GuestMachine;
+    await scaleDownPool(sbx().rancher.admin, {
+      namespace: NS,
+      cluster: 'lb-b',
+      pool: 'wk',
+      machine: only.name,
+    });
+    await waitFor(sbx().rancher.admin, {
+      type: Resources.capiMachine,
+      namespace: NS,
+      name: only.name,
+      timeoutMs: 60_000,
+      description: 'the scaled-down machine to go',
+      until: (o) => o === undefined,
+    });
+
+    await deleteClusterAndWait('lb-a');
+    await eventuallyValue(
+      (left) => `lb-a's load balancers still on Harvester: ${left.join(', ')}`,
+      lbNames,
+      (left) => !left.includes(aWeb ?? '') && !left.includes(aApi ?? ''),
+      60_000,
+    );
+    assert.deepEqual(await lbNames(), [bWeb], "lb-b's load balancer stays (scale-down, not a deletion)");
+    const taken = await eventuallyValue(
+      (now) => `lb-a's addresses still taken: ${JSON.stringify(now)}`,
+      allocated,
+      (now) => Object.values(now).length === 1,
+      30_000,
+    );
+    assert.deepEqual(Object.values(taken), [`${VM_NS}/${bWeb}`]);
+    const events = await eventuallyValue(
+      'the HarvesterLoadBalancersDeleted Event on lb-a',
+      () => clusterEvents('lb-a', 'HarvesterLoadBalancersDeleted'),
+      (e) => e.length > 0,
+    );
+    assert.match(events[0] ?? '', /deleted 2 load balancer\(s\) of guest cluster lb-a/);
+    assert.match(
+      events[0] ?? '',
+      new RegExp(`${aWeb ?? ''} for Service default/web holding 203\\.0\\.113\\.\\d+ from IP pool ${POOL}`),
+    );
+    assert.match(events[0] ?? '', /Harvester v1\.7\.1 leaves them/);
+    assert.equal(await metric('harvester_machine_lb_deleted_total'), 2);
+    assert.equal((await clusterEvents('lb-b', 'HarvesterLoadBalancersDeleted')).length, 0);
+    // The cluster objects' last updates (Cluster API's finalizer, Rancher's) come after the
+    // cleanup: they start no second one that would find no HarvesterMachine left.
+    assert.deepEqual(await clusterEvents('lb-a', 'HarvesterLoadBalancerCleanupSkipped'), []);
+  });
+
+  it('keeps the load balancers of an opted-out cluster, and says so', async () => {
+    await setServerVersion('v1.7.1');
+    const c = await guest('lb-opt', { machines: 1, services: ['web'], optOut: true });
+    await deleteClusterAndWait('lb-opt');
+    const events = await eventuallyValue(
+      'the HarvesterLoadBalancerCleanupSkipped Event on lb-opt',
+      () => clusterEvents('lb-opt', 'HarvesterLoadBalancerCleanupSkipped'),
+      (e) => e.length > 0,
+    );
+    assert.match(events[0] ?? '', /opted out by harvesterhci.io\/skipHarvesterMachineProvisionCleanup/);
+    assert.ok(
+      (await lbNames()).includes(c.lbs[0]?.metadata.name ?? ''),
+      'the opted-out cluster keeps its load balancer',
+    );
+  });
+
+  it('on Harvester v1.8: Harvester deletes them itself when the annotated VMs go, and the controller finds none left', async () => {
+    await setServerVersion('v1.8.0');
+    const d = await guest('lb-new', { machines: 2, services: ['web'] });
+    const deletedBefore = await metric('harvester_machine_lb_deleted_total');
+    await deleteClusterAndWait('lb-new');
+    const events = await eventuallyValue(
+      'the HarvesterLoadBalancersNoneLeft Event on lb-new',
+      () => clusterEvents('lb-new', 'HarvesterLoadBalancersNoneLeft'),
+      (e) => e.length > 0,
+    );
+    assert.match(events[0] ?? '', /Harvester v1\.8\.0 deletes them itself/);
+    assert.ok(!(await lbNames()).includes(d.lbs[0]?.metadata.name ?? ''));
+    assert.equal(
+      await metric('harvester_machine_lb_deleted_total'),
+      deletedBefore,
+      'the controller deleted none',
+    );
+  });
+});
