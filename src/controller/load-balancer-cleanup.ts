@@ -86,6 +86,11 @@ interface Pending {
   targets: Map<string, Target>;
   done: Set<string>;
   attempts: number;
+  /**
+   * After a failed attempt, no new one before this time (ms): the cluster objects keep being
+   * updated while they are deleted, and each update reconciles, which must not become a retry.
+   */
+  notBefore: number;
 }
 
 export interface LoadBalancerCleanupDeps {
@@ -191,6 +196,7 @@ export class LoadBalancerCleanup {
       targets: new Map(),
       done: new Set(),
       attempts: 0,
+      notBefore: 0,
     };
     pending.subject = subject;
     const prov = this.deps.caches.provisioningClusters.get(namespace, cluster);
@@ -221,6 +227,8 @@ export class LoadBalancerCleanup {
       );
       return;
     }
+    const early = pending.notBefore - this.now();
+    if (early > 0) return { requeueAfterMs: early };
     const waits: string[] = [];
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const [id, target] of pending.targets) {
@@ -254,7 +262,9 @@ export class LoadBalancerCleanup {
         this.record(pending.subject, 'Warning', LbReasons.failed, `${f.message}; retrying`);
       }
       const backoff = Math.min(MAX_RETRY_MS, 1000 * 2 ** Math.min(pending.attempts - 1, 10));
-      return { requeueAfterMs: Math.max(0, Math.min(backoff, deadline - this.now())) };
+      const pause = Math.max(0, Math.min(backoff, deadline - this.now()));
+      pending.notBefore = this.now() + pause;
+      return { requeueAfterMs: pause };
     }
     this.deps.logger.debug('waiting for the guest cluster VMs to go', { cluster: key, waits });
     return { requeueAfterMs: Math.min(WAIT_FOR_VMS_MS, Math.max(0, deadline - this.now())) };

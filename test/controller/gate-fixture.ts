@@ -77,11 +77,19 @@ export interface GateWorld {
   ): Promise<Array<KubeObject & { message?: string; involvedObject?: { name?: string; kind?: string } }>>;
 }
 
+/** What a cloud credential's user needs for the gate and the load balancer cleanup (ADR 0005, 0011). */
 const VM_RULES = [
   {
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachines'],
     verbs: ['get', 'list', 'patch', 'update', 'delete'],
+  },
+  { apiGroups: ['loadbalancer.harvesterhci.io'], resources: ['loadbalancers'], verbs: ['list', 'delete'] },
+  {
+    apiGroups: ['harvesterhci.io'],
+    resources: ['settings'],
+    resourceNames: ['server-version'],
+    verbs: ['get'],
   },
 ];
 
