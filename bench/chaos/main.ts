@@ -141,8 +141,9 @@ async function main(): Promise<number> {
         ...r.vmsLeft.map((v) => `VM left ${v}`),
         ...r.stuck,
       ];
+      for (const c of r.createsFailed) say(`  create job failed (not rerun, as Rancher): ${c}`);
       say(
-        `run ${run}: ${(r.wallMs / 1000).toFixed(1)} s (create ${((r.phaseMs.create ?? 0) / 1000).toFixed(1)} s, scale-down ${((r.phaseMs['scale-down'] ?? 0) / 1000).toFixed(1)} s, delete ${((r.phaseMs.delete ?? 0) / 1000).toFixed(1)} s), longest gate ${(r.longestGateMs / 1000).toFixed(0)} s, ${bad.length ? `PROBLEMS: ${bad.join('; ')}` : 'nothing lost, leaked or stuck'}`,
+        `run ${run}: ${r.createsFailed.length ? 'create failed, cluster deleted; ' : ''}${(r.wallMs / 1000).toFixed(1)} s (create ${((r.phaseMs.create ?? 0) / 1000).toFixed(1)} s, scale-down ${((r.phaseMs['scale-down'] ?? 0) / 1000).toFixed(1)} s, delete ${((r.phaseMs.delete ?? 0) / 1000).toFixed(1)} s), longest gate ${(r.longestGateMs / 1000).toFixed(0)} s, ${bad.length ? `PROBLEMS: ${bad.join('; ')}` : 'nothing lost, leaked or stuck'}`,
       );
     }
   } finally {

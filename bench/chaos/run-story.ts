@@ -22,6 +22,11 @@ const DAY = 86_400_000;
 const DELETION_BOUND_MS = 240_000;
 /** After the cluster is gone, its volumes' own deletion (finalizers) may take this long. */
 const VOLUME_BOUND_MS = 60_000;
+const POOLS = [
+  { name: 'cp', quantity: 1 },
+  { name: 'wk', quantity: 2 },
+];
+const MACHINES = POOLS.reduce((n, p) => n + p.quantity, 0);
 
 export interface RunResult {
   run: number;
@@ -43,6 +48,12 @@ export interface RunResult {
   vmsLeft: string[];
   /** A phase that did not finish within its bound (the run's figures then say what was left). */
   stuck: string[];
+  /**
+   * Create jobs that failed under the faults ("machine: error"). Rancher does not rerun a
+   * failed create Job, so such a cluster never becomes Running: the run then deletes the
+   * whole cluster at once, as an operator would, and every must-be-0 figure still applies.
+   */
+  createsFailed: string[];
   phaseMs: Partial<Record<Phase, number>>;
 }
 
@@ -125,6 +136,7 @@ export async function runStory(
     duplicateVms: [],
     vmsLeft: [],
     stuck: [],
+    createsFailed: [],
     phaseMs: {},
   };
   say(
@@ -157,6 +169,12 @@ export async function runStory(
   const mustStay = new Map<string, string>(); // PVC name → UID
   const mustGo = new Set<string>();
   let deleted = false;
+  let createFailed = false;
+  // The stand-in records every job run; this cluster's machines are named `<cluster>-<pool>-…`.
+  const failedCreates = (): string[] =>
+    world.standIn.runs
+      .filter((r) => r.kind === 'create' && r.ok === false && r.machine.startsWith(`${NS}/${cluster}-`))
+      .map((r) => `${r.machine.slice(NS.length + 1)}: ${r.error ?? 'unknown error'}`);
   const phase = async (name: Phase, fn: () => Promise<void>): Promise<void> => {
     const start = Date.now();
     faults.enter(name);
@@ -165,18 +183,28 @@ export async function runStory(
   };
   try {
     await phase('create', async () => {
-      machines = await createGuestCluster(world.rancher, {
-        namespace: NS,
-        name: cluster,
-        clusterCredential: `${CLOUD_CREDENTIAL_NAMESPACE}:${credential.name}`,
-        pools: [
-          { name: 'cp', quantity: 1 },
-          { name: 'wk', quantity: 2 },
-        ],
-        vmNamespace: VM_NS,
-        downstreamKubeconfig: world.sandbox.rancher.adminKubeconfig,
-        timeoutMs: DELETION_BOUND_MS,
-      });
+      const failed = new AbortController();
+      const watch = setInterval(() => {
+        if (failedCreates().length > 0) failed.abort(new Error('a create job failed'));
+      }, 500);
+      try {
+        machines = await createGuestCluster(world.rancher, {
+          namespace: NS,
+          name: cluster,
+          clusterCredential: `${CLOUD_CREDENTIAL_NAMESPACE}:${credential.name}`,
+          pools: POOLS,
+          vmNamespace: VM_NS,
+          downstreamKubeconfig: world.sandbox.rancher.adminKubeconfig,
+          timeoutMs: DELETION_BOUND_MS,
+          signal: failed.signal,
+        });
+      } catch (err) {
+        if (!failed.signal.aborted) throw err;
+        createFailed = true;
+        return;
+      } finally {
+        clearInterval(watch);
+      }
       for (const m of machines) {
         const vm = await persist(() =>
           world.harvester.get<KubeObject>(Resources.virtualMachine, {
@@ -201,28 +229,29 @@ export async function runStory(
     });
 
     const victim = machines.find((m) => m.pool === 'wk') as GuestMachine;
-    await phase('scale-down', async () => {
-      // The victim's hot-plugged volume is a workload's: a scale-down must keep it.
-      const workload = workloadOf.get(victim.name) ?? '';
-      const live = await persist(() => pvcUids(world));
-      mustStay.set(workload, live.get(workload) ?? '');
-      mustGo.delete(workload);
-      await persist(() =>
-        scaleDownPool(world.rancher, { namespace: NS, cluster, pool: 'wk', machine: victim.name }),
-      );
-      try {
-        await waitFor(world.rancher, {
-          type: Resources.capiMachine,
-          namespace: NS,
-          name: victim.name,
-          timeoutMs: DELETION_BOUND_MS,
-          description: `the scaled-down Machine ${victim.name} to go`,
-          until: (o) => o === undefined,
-        });
-      } catch (err) {
-        result.stuck.push(`scale-down: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    });
+    if (!createFailed)
+      await phase('scale-down', async () => {
+        // The victim's hot-plugged volume is a workload's: a scale-down must keep it.
+        const workload = workloadOf.get(victim.name) ?? '';
+        const live = await persist(() => pvcUids(world));
+        mustStay.set(workload, live.get(workload) ?? '');
+        mustGo.delete(workload);
+        await persist(() =>
+          scaleDownPool(world.rancher, { namespace: NS, cluster, pool: 'wk', machine: victim.name }),
+        );
+        try {
+          await waitFor(world.rancher, {
+            type: Resources.capiMachine,
+            namespace: NS,
+            name: victim.name,
+            timeoutMs: DELETION_BOUND_MS,
+            description: `the scaled-down Machine ${victim.name} to go`,
+            until: (o) => o === undefined,
+          });
+        } catch (err) {
+          result.stuck.push(`scale-down: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      });
 
     await phase('delete', async () => {
       await persist(() =>
@@ -251,10 +280,13 @@ export async function runStory(
     gates.stop();
   }
 
-  // Figures, once every fault is over.
+  // Figures, once every fault is over. Left to go: the volumes known to belong to the cluster,
+  // and any other named after one of its VMs (a create that failed after making its VM).
+  result.createsFailed = failedCreates();
   const leftToGo = async (): Promise<string[]> => {
     const live = await persist(() => pvcUids(world));
-    return [...mustGo].filter((p) => live.has(p));
+    const ours = [...live.keys()].filter((p) => p.startsWith(`${cluster}-`) && !mustStay.has(p));
+    return [...new Set([...mustGo, ...ours])].filter((p) => live.has(p));
   };
   const bound = Date.now() + VOLUME_BOUND_MS;
   let left = await leftToGo();
@@ -267,8 +299,7 @@ export async function runStory(
   for (const [pvc, uid] of [...mustStay, ...opts.bystander.pvcs])
     if (live.get(pvc) !== uid) result.volumesLost.push(pvc);
   for (const [name, set] of uids) if (set.size > 1) result.duplicateVms.push(`${name} (${set.size} UIDs)`);
-  if (uids.size > machines.length && machines.length > 0)
-    result.duplicateVms.push(`${uids.size} VMs for ${machines.length} machines`);
+  if (uids.size > MACHINES) result.duplicateVms.push(`${uids.size} VMs for ${MACHINES} machines`);
   result.vmsLeft = vms.list().map((v) => v.metadata.name ?? '');
   await vms.stop();
   for (const [machine, ms] of gates.held) {

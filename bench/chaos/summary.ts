@@ -20,7 +20,10 @@ export function summaryTable(opts: {
     ['gates held past the deadline', sum((r) => r.gatesPastDeadline.length)],
     ['duplicate VMs', sum((r) => r.duplicateVms.length)],
     ['VMs left after the cluster was deleted', sum((r) => r.vmsLeft.length)],
-    ['runs whose story did not finish (a phase past its 240 s bound)', sum((r) => r.stuck.length)],
+    [
+      'runs whose story did not finish (a phase past its 240 s bound)',
+      results.filter((r) => r.stuck.length > 0).length,
+    ],
     ['faults that failed to inject', sum((r) => r.fired.filter((f) => f.error).length)],
   ];
   const fired = opts.kinds.map((k) => {
@@ -39,6 +42,10 @@ export function summaryTable(opts: {
       `max requests/s: ${r.component}`,
       `${r.peakPerSecond} (${r.total} requests in all)`,
     ]),
+    [
+      'runs whose create failed under the faults (then deleted whole at once)',
+      `${results.filter((r) => r.createsFailed.length > 0).length} (${sum((r) => r.createsFailed.length)} create jobs failed)`,
+    ],
     ['longest gate hold', `${(longestGate / 1000).toFixed(0)} s`],
     ['controller exits on their own (step-downs; restarted)', String(opts.unplannedExits)],
     [

@@ -207,27 +207,17 @@ export class ChaosWorld {
 
   /**
    * Rancher's create job with our driver in process: Create with the pool's flags and the
-   * credential of the job's environment, then the driver's config in `<m>-machine-state`, as
-   * rancher-machine leaves it for the rm job.
+   * credential of the job's environment, the driver's config in `<m>-machine-state` as
+   * rancher-machine leaves it for the rm job: saved before the create too, as libmachine saves
+   * the host before it creates it, so that a create that failed half-way (a VM made, its wait
+   * cut by a fault) is removed by the rm job like any other.
    */
   private driverCreateJob(store: string): CreateJob {
     return async ({ harvesterMachine: hm, env, clusterName }) => {
       const machineName = hm.metadata.name ?? '';
       const instanceName = rancherInstanceName(machineName);
       const driver = new HarvesterDriver({ env, argv: [], logger: silentLogger });
-      try {
-        driver.setConfigRaw(Buffer.from(JSON.stringify({ MachineName: instanceName, StorePath: store })));
-        driver.setConfigFromFlags(
-          machineFlags({
-            name: instanceName,
-            kubeconfig: env.HARVESTER_KUBECONFIG_CONTENT ?? '',
-            storePath: store,
-            clusterName,
-            namespace: VM_NS,
-            flags: { 'harvester-create-timeout': 120, 'harvester-remove-timeout': 120 },
-          }),
-        );
-        await driver.create();
+      const saveState = async (): Promise<void> => {
         const secret = machineStateSecret({
           namespace: hm.metadata.namespace ?? '',
           machineName,
@@ -240,6 +230,22 @@ export class ChaosWorld {
           { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name ?? '' },
           { data: (secret as KubeObject & { data?: unknown }).data },
         );
+      };
+      try {
+        driver.setConfigRaw(Buffer.from(JSON.stringify({ MachineName: instanceName, StorePath: store })));
+        driver.setConfigFromFlags(
+          machineFlags({
+            name: instanceName,
+            kubeconfig: env.HARVESTER_KUBECONFIG_CONTENT ?? '',
+            storePath: store,
+            clusterName,
+            namespace: VM_NS,
+            flags: { 'harvester-create-timeout': 120, 'harvester-remove-timeout': 120 },
+          }),
+        );
+        await saveState();
+        await driver.create();
+        await saveState();
         const ip = driver.config.IPAddress;
         return ip ? { addresses: [{ type: 'InternalIP', address: ip }] } : {};
       } finally {

@@ -45,6 +45,8 @@ export interface GuestClusterSpec {
   downstreamKubeconfig: string;
   /** How long to wait for every Machine to be Running (default 120 s). */
   timeoutMs?: number;
+  /** Ends the wait for Running early (a caller that saw a create job fail); rejects with its reason. */
+  signal?: AbortSignal;
 }
 
 export interface GuestMachine {
@@ -257,6 +259,7 @@ async function waitRunning(
   const timeoutMs = spec.timeoutMs ?? 120_000;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    spec.signal?.throwIfAborted();
     let list: { items: MachineObject[] };
     try {
       list = await rancher.list<MachineObject>(Resources.capiMachine, {

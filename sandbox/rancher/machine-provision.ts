@@ -315,21 +315,39 @@ export class MachineProvision {
       });
   }
 
+  /**
+   * Rancher's controller retries building a Job and records its end from the Job's status,
+   * which outlives an apiserver restart: its writes here wait out a transient error, so a
+   * restart neither loses a create job before it starts nor leaves its condition Unknown.
+   */
+  private async throughOutages<T>(fn: () => Promise<T>, forMs = 90_000): Promise<T> {
+    const deadline = Date.now() + forMs;
+    for (;;) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!this.deps.rancher.isTransient(err) || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  }
+
   private async runCreate(key: string, hm: StandInHarvesterMachine, clusterName: string): Promise<boolean> {
-    await this.setConditions(key, [
-      { type: 'CreateJob', status: 'Unknown', message: 'creating machine provision job' },
-    ]);
-    await this.ensureStateSecret(hm);
+    await this.throughOutages(() =>
+      this.setConditions(key, [
+        { type: 'CreateJob', status: 'Unknown', message: 'creating machine provision job' },
+      ]),
+    );
+    await this.throughOutages(() => this.ensureStateSecret(hm));
+    const { env, credential } = await this.throughOutages(() => this.buildEnv(hm));
     const run: JobRun = {
       kind: 'create',
       machine: key,
       attempt: 1,
-      credential: undefined,
+      credential,
       startedAt: Date.now(),
     };
     this.runs.push(run);
-    const { env, credential } = await this.buildEnv(hm);
-    run.credential = credential;
     let outcome: Condition[];
     try {
       const result = await this.deps.createJob({ harvesterMachine: hm, env, clusterName, attempt: 1 });
@@ -344,10 +362,12 @@ export class MachineProvision {
       run.error = err instanceof Error ? err.message : String(err);
       outcome = [{ type: 'CreateJob', status: 'False', reason: 'CreateError', message: run.error }];
     }
-    await this.setConditions(key, outcome, {
-      jobName: `${hm.metadata.name ?? ''}-machine-provision`,
-      ...(credential ? { cloudCredentialSecretName: credential } : {}),
-    });
+    await this.throughOutages(() =>
+      this.setConditions(key, outcome, {
+        jobName: `${hm.metadata.name ?? ''}-machine-provision`,
+        ...(credential ? { cloudCredentialSecretName: credential } : {}),
+      }),
+    );
     return run.ok;
   }
 
