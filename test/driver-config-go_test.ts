@@ -8,7 +8,7 @@ import { configFromFlags, newDriverConfig } from '../src/driver/config.js';
 import { defaultFlagValues } from '../src/driver/flags.js';
 import { parseSavedConfig, savedConfigFor, serializeSavedConfig } from '../src/driver/go-json.js';
 import { rancherKubeconfig } from '../src/kube/testing/kubeconfig.js';
-import { buildGoProgram, goAvailable } from './support/go-program.js';
+import { buildGoHelper, goSkipReason } from './support/go-helper.js';
 
 const T4 = 'nvidia.com/TU104GL_TESLA_T4';
 
@@ -42,55 +42,51 @@ function without(json: string, ...keys: string[]): Record<string, unknown> {
   return obj;
 }
 
-describe(
-  'config.json between the Go driver and this one',
-  { skip: !goAvailable && 'go is not installed' },
-  () => {
-    let program = '';
-    before(() => {
-      program = buildGoProgram('go-config-compat');
-    });
-    const goReads = (json: string): { today: Record<string, unknown>; pr96: Record<string, unknown> } => {
-      const run = spawnSync(program, { input: json, encoding: 'utf8' });
-      assert.equal(run.status, 0, run.stderr);
-      return JSON.parse(run.stdout) as { today: Record<string, unknown>; pr96: Record<string, unknown> };
-    };
+describe('config.json between the Go driver and this one', { skip: goSkipReason() }, () => {
+  let program = '';
+  before(() => {
+    program = buildGoHelper('go-config-compat');
+  });
+  const goReads = (json: string): { today: Record<string, unknown>; pr96: Record<string, unknown> } => {
+    const run = spawnSync(program, { input: json, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout) as { today: Record<string, unknown>; pr96: Record<string, unknown> };
+  };
 
-    it("ours loads in today's Go driver, which keeps every field but HostDeviceInfo and ours, in our order", () => {
-      const json = ours();
-      const { today } = goReads(json);
-      const expected = without(json, 'HostDeviceInfo', 'HarvesterMachine');
-      assert.deepEqual(today, expected);
-      assert.deepEqual(Object.keys(today), Object.keys(expected), 'json.Marshal order');
-    });
+  it("ours loads in today's Go driver, which keeps every field but HostDeviceInfo and ours, in our order", () => {
+    const json = ours();
+    const { today } = goReads(json);
+    const expected = without(json, 'HostDeviceInfo', 'HarvesterMachine');
+    assert.deepEqual(today, expected);
+    assert.deepEqual(Object.keys(today), Object.keys(expected), 'json.Marshal order');
+  });
 
-    it('ours loads in a Go driver with #96 as the same devices, and its config.json loads here', () => {
-      const json = ours();
-      const { pr96 } = goReads(json);
-      const expected = without(json, 'HarvesterMachine');
-      assert.deepEqual(pr96, expected);
-      assert.deepEqual(Object.keys(pr96), Object.keys(expected), 'HostDeviceInfo where json.Marshal puts it');
+  it('ours loads in a Go driver with #96 as the same devices, and its config.json loads here', () => {
+    const json = ours();
+    const { pr96 } = goReads(json);
+    const expected = without(json, 'HarvesterMachine');
+    assert.deepEqual(pr96, expected);
+    assert.deepEqual(Object.keys(pr96), Object.keys(expected), 'HostDeviceInfo where json.Marshal puts it');
 
-      const back = parseSavedConfig(JSON.stringify(pr96));
-      assert.deepEqual(back.driver.HostDeviceInfo, parseSavedConfig(json).driver.HostDeviceInfo);
-      assert.deepEqual(without(serializeSavedConfig(back), 'HarvesterMachine'), pr96);
-    });
+    const back = parseSavedConfig(JSON.stringify(pr96));
+    assert.deepEqual(back.driver.HostDeviceInfo, parseSavedConfig(json).driver.HostDeviceInfo);
+    assert.deepEqual(without(serializeSavedConfig(back), 'HarvesterMachine'), pr96);
+  });
 
-    it('keeps what #96 knows and we do not (a device tag) while the devices are unchanged', () => {
-      const withTag = ours().replace(`"deviceName":"${T4}"`, `"deviceName":"${T4}","tag":"gpu"`);
-      const { pr96 } = goReads(withTag);
-      const devices = (pr96.HostDeviceInfo as { hostDevices: Array<Record<string, unknown>> }).hostDevices;
-      assert.equal(devices[0]?.tag, 'gpu');
-      const saved = serializeSavedConfig(parseSavedConfig(JSON.stringify(pr96)));
-      assert.deepEqual(goReads(saved).pr96, pr96, 'saved back unchanged, tag included');
-    });
+  it('keeps what #96 knows and we do not (a device tag) while the devices are unchanged', () => {
+    const withTag = ours().replace(`"deviceName":"${T4}"`, `"deviceName":"${T4}","tag":"gpu"`);
+    const { pr96 } = goReads(withTag);
+    const devices = (pr96.HostDeviceInfo as { hostDevices: Array<Record<string, unknown>> }).hostDevices;
+    assert.equal(devices[0]?.tag, 'gpu');
+    const saved = serializeSavedConfig(parseSavedConfig(JSON.stringify(pr96)));
+    assert.deepEqual(goReads(saved).pr96, pr96, 'saved back unchanged, tag included');
+  });
 
-    it("today's Go driver writes a config.json that loads here with no devices", () => {
-      const { today } = goReads('{"MachineName":"m1","SSHPort":22,"CPU":2}');
-      const loaded = parseSavedConfig(JSON.stringify(today));
-      assert.equal(loaded.driver.HostDeviceInfo, null);
-      assert.equal(loaded.driver.CPU, 2);
-      assert.equal(loaded.unknownFields.size, 0);
-    });
-  },
-);
+  it("today's Go driver writes a config.json that loads here with no devices", () => {
+    const { today } = goReads('{"MachineName":"m1","SSHPort":22,"CPU":2}');
+    const loaded = parseSavedConfig(JSON.stringify(today));
+    assert.equal(loaded.driver.HostDeviceInfo, null);
+    assert.equal(loaded.driver.CPU, 2);
+    assert.equal(loaded.unknownFields.size, 0);
+  });
+});
