@@ -136,7 +136,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   try {
     const started = Date.now();
     // CRDs go in before each controller manager starts, so its garbage collector knows them.
-    const [harvester, rancher] = await Promise.all([
+    // Both are waited for even when one fails, so the other is stopped too, not left running.
+    const [harvesterStart, rancherStart] = await Promise.allSettled([
       startControlPlane({
         name: 'harvester',
         beforeControllerManager: async (admin) => void (await installCrds(admin, 'harvester')),
@@ -150,6 +151,10 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
         },
       }).then((cp) => (stops.push(() => cp.stop()), cp)),
     ]);
+    if (harvesterStart.status === 'rejected') throw harvesterStart.reason;
+    if (rancherStart.status === 'rejected') throw rancherStart.reason;
+    const harvester = harvesterStart.value;
+    const rancher = rancherStart.value;
     if (clusterApi) {
       await clusterApi.start(rancher);
       stops.push(() => clusterApi.stop(rancher.admin));

@@ -21,7 +21,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import type { ControlPlane } from '../control-plane/control-plane.js';
 import { buildKubeconfig } from '../control-plane/kubeconfig.js';
 import { issueCert, type Pki } from '../control-plane/pki.js';
-import { freePort, freePortBelowEphemeral } from '../control-plane/ports.js';
+import { freePort } from '../control-plane/ports.js';
 import { startProcess, type ManagedProcess } from '../control-plane/processes.js';
 import { ensureClusterApi, type ClusterApiBuild } from './binaries.js';
 import {
@@ -72,7 +72,7 @@ export class ClusterApi {
   static async prepare(options: ClusterApiOptions = {}): Promise<ClusterApi> {
     const version = options.version ?? clusterApiVersion();
     const build = ensureClusterApi(version.version);
-    return new ClusterApi(version, build, await freePortBelowEphemeral(), options);
+    return new ClusterApi(version, build, await freePort(), options);
   }
 
   endpoint(pki: Pki): WebhookEndpoint {
