@@ -1,21 +1,9 @@
 // The kinds the sandbox's Cluster API and Rancher stand-ins use beyond src/kube/resources.ts:
 // Cluster API's MachineDeployment and MachineSet, Rancher's bootstrap and template kinds, the
 // downstream cluster's Nodes, and the admission webhook configurations.
-import type { ResourceType } from '../../src/kube/resources.js';
+import { resourceType, type ResourceType } from '../../src/kube/resources.js';
 
-const t = (
-  group: string,
-  version: string,
-  plural: string,
-  kind: string,
-  namespaced = true,
-): ResourceType => ({
-  group,
-  version,
-  plural,
-  kind,
-  namespaced,
-});
+const t = resourceType;
 
 export const SandboxResources = {
   machineDeployment: t('cluster.x-k8s.io', 'v1beta1', 'machinedeployments', 'MachineDeployment'),

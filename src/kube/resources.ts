@@ -9,7 +9,8 @@ export interface ResourceType {
   namespaced: boolean;
 }
 
-const t = (
+/** A kind's ResourceType (namespaced unless said otherwise). */
+export const resourceType = (
   group: string,
   version: string,
   plural: string,
@@ -24,60 +25,100 @@ const t = (
 });
 
 export const Resources = {
-  namespace: t('', 'v1', 'namespaces', 'Namespace', false),
-  secret: t('', 'v1', 'secrets', 'Secret'),
-  pvc: t('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
-  event: t('', 'v1', 'events', 'Event'),
-  configMap: t('', 'v1', 'configmaps', 'ConfigMap'),
-  serviceAccount: t('', 'v1', 'serviceaccounts', 'ServiceAccount'),
-  storageClass: t('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
-  lease: t('coordination.k8s.io', 'v1', 'leases', 'Lease'),
-  clusterRole: t('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
-  clusterRoleBinding: t(
+  namespace: resourceType('', 'v1', 'namespaces', 'Namespace', false),
+  secret: resourceType('', 'v1', 'secrets', 'Secret'),
+  pvc: resourceType('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  event: resourceType('', 'v1', 'events', 'Event'),
+  configMap: resourceType('', 'v1', 'configmaps', 'ConfigMap'),
+  serviceAccount: resourceType('', 'v1', 'serviceaccounts', 'ServiceAccount'),
+  storageClass: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
+  lease: resourceType('coordination.k8s.io', 'v1', 'leases', 'Lease'),
+  clusterRole: resourceType('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
+  clusterRoleBinding: resourceType(
     'rbac.authorization.k8s.io',
     'v1',
     'clusterrolebindings',
     'ClusterRoleBinding',
     false,
   ),
-  role: t('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
-  roleBinding: t('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
-  crd: t('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
-  tokenReview: t('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
-  subjectAccessReview: t('authorization.k8s.io', 'v1', 'subjectaccessreviews', 'SubjectAccessReview', false),
-  selfSubjectAccessReview: t(
+  role: resourceType('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
+  roleBinding: resourceType('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
+  crd: resourceType(
+    'apiextensions.k8s.io',
+    'v1',
+    'customresourcedefinitions',
+    'CustomResourceDefinition',
+    false,
+  ),
+  tokenReview: resourceType('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
+  subjectAccessReview: resourceType(
+    'authorization.k8s.io',
+    'v1',
+    'subjectaccessreviews',
+    'SubjectAccessReview',
+    false,
+  ),
+  selfSubjectAccessReview: resourceType(
     'authorization.k8s.io',
     'v1',
     'selfsubjectaccessreviews',
     'SelfSubjectAccessReview',
     false,
   ),
-  selfSubjectReview: t('authentication.k8s.io', 'v1', 'selfsubjectreviews', 'SelfSubjectReview', false),
+  selfSubjectReview: resourceType(
+    'authentication.k8s.io',
+    'v1',
+    'selfsubjectreviews',
+    'SelfSubjectReview',
+    false,
+  ),
 
-  virtualMachine: t('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
-  virtualMachineInstance: t('kubevirt.io', 'v1', 'virtualmachineinstances', 'VirtualMachineInstance'),
-  setting: t('harvesterhci.io', 'v1beta1', 'settings', 'Setting', false),
-  virtualMachineImage: t('harvesterhci.io', 'v1beta1', 'virtualmachineimages', 'VirtualMachineImage'),
-  keyPair: t('harvesterhci.io', 'v1beta1', 'keypairs', 'KeyPair'),
-  loadBalancer: t('loadbalancer.harvesterhci.io', 'v1beta1', 'loadbalancers', 'LoadBalancer'),
-  ipPool: t('loadbalancer.harvesterhci.io', 'v1beta1', 'ippools', 'IPPool', false),
-  networkAttachmentDefinition: t(
+  virtualMachine: resourceType('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
+  virtualMachineInstance: resourceType(
+    'kubevirt.io',
+    'v1',
+    'virtualmachineinstances',
+    'VirtualMachineInstance',
+  ),
+  setting: resourceType('harvesterhci.io', 'v1beta1', 'settings', 'Setting', false),
+  virtualMachineImage: resourceType(
+    'harvesterhci.io',
+    'v1beta1',
+    'virtualmachineimages',
+    'VirtualMachineImage',
+  ),
+  keyPair: resourceType('harvesterhci.io', 'v1beta1', 'keypairs', 'KeyPair'),
+  loadBalancer: resourceType('loadbalancer.harvesterhci.io', 'v1beta1', 'loadbalancers', 'LoadBalancer'),
+  ipPool: resourceType('loadbalancer.harvesterhci.io', 'v1beta1', 'ippools', 'IPPool', false),
+  networkAttachmentDefinition: resourceType(
     'k8s.cni.cncf.io',
     'v1',
     'network-attachment-definitions',
     'NetworkAttachmentDefinition',
   ),
   // Harvester's pcidevices-controller add-on: cluster-scoped devices and their claims.
-  pciDevice: t('devices.harvesterhci.io', 'v1beta1', 'pcidevices', 'PCIDevice', false),
-  pciDeviceClaim: t('devices.harvesterhci.io', 'v1beta1', 'pcideviceclaims', 'PCIDeviceClaim', false),
-  usbDevice: t('devices.harvesterhci.io', 'v1beta1', 'usbdevices', 'USBDevice', false),
-  usbDeviceClaim: t('devices.harvesterhci.io', 'v1beta1', 'usbdeviceclaims', 'USBDeviceClaim', false),
+  pciDevice: resourceType('devices.harvesterhci.io', 'v1beta1', 'pcidevices', 'PCIDevice', false),
+  pciDeviceClaim: resourceType(
+    'devices.harvesterhci.io',
+    'v1beta1',
+    'pcideviceclaims',
+    'PCIDeviceClaim',
+    false,
+  ),
+  usbDevice: resourceType('devices.harvesterhci.io', 'v1beta1', 'usbdevices', 'USBDevice', false),
+  usbDeviceClaim: resourceType(
+    'devices.harvesterhci.io',
+    'v1beta1',
+    'usbdeviceclaims',
+    'USBDeviceClaim',
+    false,
+  ),
 
-  capiCluster: t('cluster.x-k8s.io', 'v1beta1', 'clusters', 'Cluster'),
-  capiMachine: t('cluster.x-k8s.io', 'v1beta1', 'machines', 'Machine'),
-  provisioningCluster: t('provisioning.cattle.io', 'v1', 'clusters', 'Cluster'),
-  harvesterMachine: t('rke-machine.cattle.io', 'v1', 'harvestermachines', 'HarvesterMachine'),
-  harvesterConfig: t('rke-machine-config.cattle.io', 'v1', 'harvesterconfigs', 'HarvesterConfig'),
+  capiCluster: resourceType('cluster.x-k8s.io', 'v1beta1', 'clusters', 'Cluster'),
+  capiMachine: resourceType('cluster.x-k8s.io', 'v1beta1', 'machines', 'Machine'),
+  provisioningCluster: resourceType('provisioning.cattle.io', 'v1', 'clusters', 'Cluster'),
+  harvesterMachine: resourceType('rke-machine.cattle.io', 'v1', 'harvestermachines', 'HarvesterMachine'),
+  harvesterConfig: resourceType('rke-machine-config.cattle.io', 'v1', 'harvesterconfigs', 'HarvesterConfig'),
 } as const;
 
 export function apiVersionOf(type: ResourceType): string {
