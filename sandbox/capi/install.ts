@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { SandboxResources } from './resources.js';
@@ -106,7 +106,7 @@ async function replace(admin: KubeClient, type: ResourceType, object: KubeObject
   try {
     await admin.create(type, object);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
     const current = await admin.get(type, { name: object.metadata.name ?? '' });
     await admin.update(type, {
       ...object,

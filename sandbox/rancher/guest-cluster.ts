@@ -14,7 +14,7 @@ import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/l
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isConflict } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import { SandboxResources } from '../capi/resources.js';
@@ -349,7 +349,7 @@ export async function scaleDownPool(
       });
       return;
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= 10) throw err;
+      if (!isConflict(err) || attempt >= 10) throw err;
     }
   }
 }

@@ -15,7 +15,14 @@ import {
   RANCHER_ANNOTATION_FORCE_MACHINE_REMOVE,
   RANCHER_FINALIZER_MACHINE_PROVISION_REMOVE,
 } from '../../src/rancher/labels.js';
-import { KubeError, objectKey, type KubeClient } from '../../src/kube/index.js';
+import {
+  isAlreadyExists,
+  isConflict,
+  isKubeError,
+  isNotFound,
+  objectKey,
+  type KubeClient,
+} from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import type { Logger } from '../../src/log/logger.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
@@ -127,7 +134,7 @@ export class MachineProvision {
     try {
       await this.deps.rancher.patch(type, this.at(o, subresource), { ...body, metadata });
     } catch (err) {
-      if (err instanceof KubeError && (err.kind === 'NotFound' || err.kind === 'Conflict')) return;
+      if (isKubeError(err, 'NotFound', 'Conflict')) return;
       throw err;
     }
   }
@@ -160,8 +167,8 @@ export class MachineProvision {
         );
         return;
       } catch (err) {
-        if (err instanceof KubeError && err.kind === 'NotFound') return;
-        if (!(err instanceof KubeError && err.kind === 'Conflict')) throw err;
+        if (isNotFound(err)) return;
+        if (!isConflict(err)) throw err;
       }
     }
   }
@@ -414,7 +421,7 @@ export class MachineProvision {
         }),
       );
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+      if (!isAlreadyExists(err)) throw err;
     }
   }
 }

@@ -13,7 +13,15 @@
 // as if the driver had created the VM (the test creates it), and the rm job runs the driver in
 // process (removal-job.ts); the walkthrough plugs in the real rancher-machine.
 import type { DriverConfig } from '../../src/driver/config.js';
-import { Informer, KubeError, WorkQueue, objectKey, type KubeClient } from '../../src/kube/index.js';
+import {
+  Informer,
+  isAlreadyExists,
+  isKubeError,
+  isNotFound,
+  objectKey,
+  WorkQueue,
+  type KubeClient,
+} from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
@@ -138,7 +146,7 @@ export async function startRancherStandIn(
         },
       );
     } catch (err) {
-      if (!(err instanceof KubeError && (err.kind === 'NotFound' || err.kind === 'Conflict'))) throw err;
+      if (!isKubeError(err, 'NotFound', 'Conflict')) throw err;
     }
   });
 
@@ -172,7 +180,7 @@ export async function startRancherStandIn(
         },
       } as KubeObject);
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+      if (!isAlreadyExists(err)) throw err;
     }
     await rancher.patch(
       SandboxResources.rkeBootstrap,
@@ -190,7 +198,7 @@ export async function startRancherStandIn(
     try {
       await rancher.patch(type, { namespace, name, subresource: 'status' }, { status });
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+      if (!isNotFound(err)) throw err;
     }
   });
   const readyInformers = [SandboxResources.rkeCluster, SandboxResources.rkeControlPlane].map((type) => {

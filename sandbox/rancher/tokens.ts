@@ -15,7 +15,7 @@
 //   named in a credential's kubeconfig: the SAME token gets a new TTL (0 = never expires).
 import crypto from 'node:crypto';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { registerSecret } from '../../src/log/redact.js';
 import { recordSecret } from '../secret-ledger.js';
@@ -182,7 +182,7 @@ async function createIfAbsent(rancher: KubeClient, create: () => Promise<unknown
   try {
     await create();
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }
 

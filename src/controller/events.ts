@@ -1,7 +1,7 @@
 // Kubernetes Events for every action, the audit trail `kubectl describe` shows. Repeats of
 // one (object, reason, message) are folded into one Event with a count, as client-go's
 // correlator does, so a retry loop does not flood etcd.
-import { KubeError, type KubeClient } from '../kube/index.js';
+import { isNotFound, type KubeClient } from '../kube/index.js';
 import { apiVersionOf, Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
@@ -97,7 +97,7 @@ export class EventRecorder {
           );
           return;
         } catch (err) {
-          if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+          if (!isNotFound(err)) throw err;
           this.seen.delete(key);
         }
       }

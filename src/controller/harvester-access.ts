@@ -4,7 +4,7 @@
 // is made and released when the version is replaced or the Secret deleted, so that a
 // controller running for months holds the live credentials' secrets only.
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
-import { KubeClient, KubeError } from '../kube/index.js';
+import { isNotFound, KubeClient, KubeError } from '../kube/index.js';
 import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
 import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
@@ -162,7 +162,7 @@ async function annotate(client: KubeClient, vm: VirtualMachineObject, how: strin
     );
     return { kind: 'annotated', vm: ref, how };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'NotFound') return { kind: 'vm-gone', looked: ref };
+    if (isNotFound(err)) return { kind: 'vm-gone', looked: ref };
     throw err;
   }
 }

@@ -10,7 +10,7 @@
 // (not queued behind the controller's requests), one attempt per request and no retries,
 // each request bounded by the time left to the deadline, and a timer that steps down at
 // the deadline even while a request is still in flight.
-import { KubeClient, KubeError } from '../kube/index.js';
+import { ignoreNotFound, isAlreadyExists, isConflict, KubeClient, KubeError } from '../kube/index.js';
 import { describeOperation, Resources, resourcePath, type KubeObject } from '../kube/resources.js';
 import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import type { Logger } from '../log/logger.js';
@@ -188,10 +188,7 @@ export class LeaderElector {
     const { namespace, name, identity } = this.options;
     const now = this.now();
     const durationSeconds = Math.ceil(this.options.leaseDurationMs / 1000);
-    const lease = await this.request<Lease>('get', deadline).catch((err: unknown) => {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      throw err;
-    });
+    const lease = await this.request<Lease>('get', deadline).catch(ignoreNotFound);
     if (!lease) {
       try {
         await this.request<Lease>('create', deadline, {
@@ -208,7 +205,7 @@ export class LeaderElector {
         });
         return true;
       } catch (err) {
-        if (err instanceof KubeError && err.kind === 'AlreadyExists') return false;
+        if (isAlreadyExists(err)) return false;
         throw err;
       }
     }
@@ -238,7 +235,7 @@ export class LeaderElector {
       });
       return true;
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'Conflict') return false;
+      if (isConflict(err)) return false;
       throw err;
     }
   }

@@ -5,7 +5,7 @@
 // leaseDurationSeconds as written (leader-election.ts), so none takes it back before the
 // hold runs out; the old leader stops acting within its renew deadline, which is shorter
 // than the lease duration it had written, and that is how long the caller must wait.
-import { KubeError, type KubeClient } from '../kube/index.js';
+import { isKubeError, type KubeClient } from '../kube/index.js';
 import { Resources, type KubeObject } from '../kube/resources.js';
 
 interface Lease extends KubeObject {
@@ -72,7 +72,7 @@ export async function holdLease(
       };
     } catch (err) {
       // A replica renewed (or created) in between: read again and take it from there.
-      const raced = err instanceof KubeError && (err.kind === 'Conflict' || err.kind === 'AlreadyExists');
+      const raced = isKubeError(err, 'Conflict', 'AlreadyExists');
       if (!raced || attempt >= 10) throw err;
     }
   }

@@ -16,7 +16,14 @@ import {
   type LoadBalancer,
 } from '../harvester/load-balancers.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
+import {
+  isConflict,
+  isCredentialRejected,
+  isForbidden,
+  isNotFound,
+  type KubeClient,
+  type ReconcileResult,
+} from '../kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
@@ -298,8 +305,7 @@ export class LoadBalancerCleanup {
         return await this.cleanWith(client, pending, target.vmNamespace);
       } catch (err) {
         failures.push(describeFailure(err, label, c.secret, this.now()));
-        if (err instanceof KubeError && err.kind === 'CredentialRejected')
-          this.deps.onCredentialRejected(formatSecretRef(c.ref));
+        if (isCredentialRejected(err)) this.deps.onCredentialRejected(formatSecretRef(c.ref));
       }
     }
     const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');
@@ -380,7 +386,7 @@ async function listLoadBalancers(
     return list.items as unknown as LoadBalancer[];
   } catch (err) {
     // A Harvester without the load balancer add-on serves no such resource.
-    if (err instanceof KubeError && err.kind === 'NotFound') return 'not-served';
+    if (isNotFound(err)) return 'not-served';
     throw err;
   }
 }
@@ -393,7 +399,7 @@ async function readServerVersion(client: KubeClient): Promise<string | undefined
     return s?.value || s?.default || undefined;
   } catch (err) {
     // Not allowed to read it: decided as for an unknown version (delete what is left).
-    if (err instanceof KubeError && err.kind === 'Forbidden') return undefined;
+    if (isForbidden(err)) return undefined;
     throw err;
   }
 }
@@ -407,7 +413,7 @@ async function deleteLoadBalancer(client: KubeClient, lb: LoadBalancer): Promise
       lb.metadata.uid ? { preconditions: { uid: lb.metadata.uid } } : {},
     );
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Conflict') return false;
+    if (isConflict(err)) return false;
     throw err;
   }
 }

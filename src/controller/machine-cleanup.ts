@@ -4,7 +4,7 @@
 // attemptCleanup is what the reconciler calls: it never throws and never outlasts the
 // time it was given, so every attempt ends in an outcome the gate's deadline applies to.
 import { formatDuration } from '../common/durations.js';
-import { KubeError } from '../kube/index.js';
+import { isCredentialRejected, KubeError } from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { redact } from '../log/redact.js';
 import { expiryFromAnnotation, harvesterClusterId } from '../rancher/cloud-credential.js';
@@ -109,8 +109,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
       });
     } catch (err) {
       failures.push(describeFailure(err, label, c.secret, deps.now));
-      if (err instanceof KubeError && err.kind === 'CredentialRejected')
-        deps.onCredentialRejected(formatSecretRef(c.ref));
+      if (isCredentialRejected(err)) deps.onCredentialRejected(formatSecretRef(c.ref));
     }
   }
   const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');

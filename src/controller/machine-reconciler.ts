@@ -1,6 +1,12 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
+import {
+  ignoreNotFound,
+  isConflict,
+  isNotFound,
+  type KubeClient,
+  type ReconcileResult,
+} from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
@@ -240,14 +246,10 @@ export class MachineReconciler {
 
   private async addHook(machine: CapiMachine): Promise<void> {
     const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
-    try {
-      await this.deps.client.patch(Resources.capiMachine, at, {
-        metadata: { annotations: { [this.hook]: HOOK_OWNER } },
-      });
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return;
-      throw err;
-    }
+    const patched = await this.deps.client
+      .patch(Resources.capiMachine, at, { metadata: { annotations: { [this.hook]: HOOK_OWNER } } })
+      .catch(ignoreNotFound);
+    if (!patched) return;
     this.deps.metrics.hooksAdded.inc();
     this.deps.events.record(
       Resources.capiMachine,
@@ -275,15 +277,12 @@ export class MachineReconciler {
     eventReason: string = warning ? Reasons.gateDeadline : Reasons.gateReleased,
   ): Promise<void> {
     const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
-    let released: CapiMachine;
-    try {
-      released = await this.deps.client.patch<CapiMachine>(Resources.capiMachine, at, {
+    const released = await this.deps.client
+      .patch<CapiMachine>(Resources.capiMachine, at, {
         metadata: { resourceVersion: machine.metadata.resourceVersion, annotations: { [this.hook]: null } },
-      });
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return;
-      throw err;
-    }
+      })
+      .catch(ignoreNotFound);
+    if (!released) return;
     this.deps.metrics.gateReleases.inc({ reason: metricReason });
     this.deps.events.record(
       Resources.capiMachine,
@@ -353,9 +352,9 @@ export class MachineReconciler {
         );
         return;
       } catch (err) {
-        if (err instanceof KubeError && err.kind === 'Conflict') continue;
+        if (isConflict(err)) continue;
         // Released and already removed by Cluster API: nothing left to record on.
-        if (err instanceof KubeError && err.kind === 'NotFound') return;
+        if (isNotFound(err)) return;
         this.deps.logger.warn('cannot write the Machine condition', {
           machine: `${at.namespace}/${at.name}`,
           error: err instanceof Error ? err.message : String(err),

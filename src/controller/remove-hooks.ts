@@ -4,7 +4,7 @@
 // First it takes the controller's Lease (lease-hold.ts) so that no replica adds a hook back,
 // waits until the replica it took the Lease from has stopped acting, then removes the hooks
 // until a pass finds none left.
-import { KubeError, type KubeClient } from '../kube/index.js';
+import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { hookAnnotation, Reasons } from './constants.js';
@@ -100,8 +100,8 @@ async function removeOne(client: KubeClient, seen: CapiMachine, key: string): Pr
       });
       return true;
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return false;
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= 5) throw err;
+      if (isNotFound(err)) return false;
+      if (!isConflict(err) || attempt >= 5) throw err;
       machine = await client.find<CapiMachine>(Resources.capiMachine, at);
     }
   }

@@ -3,7 +3,14 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describeCredential } from './credential.js';
 import { kubeConfigFromText, type LoadedKubeconfig } from './kubeconfig-loading.js';
-import { KubeError, isKubeError, isRetryable, type CredentialDescription } from './errors.js';
+import {
+  ignoreNotFound,
+  isKubeError,
+  isNotFound,
+  isRetryable,
+  KubeError,
+  type CredentialDescription,
+} from './errors.js';
 import {
   apiVersionOf,
   describeOperation,
@@ -175,7 +182,7 @@ export class KubeClient {
    * whose connection broke mid-stream counts too.
    */
   private noteOutage(err: unknown): void {
-    if (err instanceof KubeError && (err.kind === 'Unreachable' || err.kind === 'ServerError')) {
+    if (isKubeError(err, 'Unreachable', 'ServerError')) {
       this.lastOutageAt = Date.now();
     }
   }
@@ -187,9 +194,7 @@ export class KubeClient {
   isTransient(err: unknown): boolean {
     if (isRetryable(err)) return true;
     return (
-      err instanceof KubeError &&
-      (err.kind === 'CredentialRejected' || err.kind === 'Forbidden') &&
-      Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
+      isKubeError(err, 'CredentialRejected', 'Forbidden') && Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
     );
   }
 
@@ -216,12 +221,7 @@ export class KubeClient {
     type: ResourceType,
     at: { namespace?: string; name: string },
   ): Promise<T | undefined> {
-    try {
-      return await this.get<T>(type, at);
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      throw err;
-    }
+    return this.get<T>(type, at).catch(ignoreNotFound);
   }
 
   list<T extends KubeObject>(type: ResourceType, opts: ListOptions = {}): Promise<ObjectList<T>> {
@@ -336,7 +336,7 @@ export class KubeClient {
       });
       return answer.kind === type.kind && 'metadata' in answer ? answer : 'deleted';
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return 'gone';
+      if (isNotFound(err)) return 'gone';
       throw err;
     }
   }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { isForbidden, isKubeError } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
 import {
   ScriptedServer,
@@ -118,7 +118,7 @@ describe('waitFor', () => {
       waitFor(client, spec({ timeoutMs: 400, onProgress: (state) => progress.push(state) })),
       (err: unknown) => {
         assert.ok(err instanceof WaitTimeoutError, String(err));
-        assert.ok(err instanceof KubeError && err.kind === 'Timeout');
+        assert.ok(isKubeError(err, 'Timeout'));
         assert.equal(err.description, 'Secret default/s to be ready');
         assert.equal(err.lastState, 'resourceVersion 10');
         assert.match(
@@ -214,10 +214,7 @@ describe('waitFor', () => {
   it('fails at once on an error that is not transient', async () => {
     script = (_req, res) => answerJson(res, 403, status(403, 'Forbidden', 'User "u" cannot list secrets'));
     // A client that has seen no outage (after one, a 403 may be a server still starting).
-    await assert.rejects(
-      waitFor(server.client(), spec()),
-      (err: unknown) => err instanceof KubeError && err.kind === 'Forbidden',
-    );
+    await assert.rejects(waitFor(server.client(), spec()), (err: unknown) => isForbidden(err));
     assert.equal(server.requests.length, 1);
   });
 });

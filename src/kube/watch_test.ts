@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { isKubeError, KubeError } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
 import { ScriptedServer, secret, status, watchLine, type ScriptedRequest } from './testing.js';
 import type { WatchEvent, WatchOptions } from './watch.js';
@@ -88,7 +88,7 @@ describe('watch', () => {
     };
     const w = watchSecrets({ resourceVersion: '5' });
     const got = await outcome(w.done, 10_000);
-    assert.ok(got instanceof KubeError && got.kind === 'Gone', String(got));
+    assert.ok(isKubeError(got, 'Gone'), String(got));
     assert.equal(got.statusCode, 410);
     assert.equal(got.extra.reason, 'Expired');
     assert.match(got.message, /^watch secrets default: too old resource version: 5 \(11\)$/);
@@ -101,7 +101,7 @@ describe('watch', () => {
       res.end(watchLine('ERROR', status(500, 'InternalError', 'etcd went away')));
     };
     const got = await outcome(watchSecrets().done, 10_000);
-    assert.ok(got instanceof KubeError && got.kind === 'ServerError', String(got));
+    assert.ok(isKubeError(got, 'ServerError'), String(got));
   });
 
   it('a silent stream ends after the idle timeout (a half-open connection)', async () => {
@@ -143,7 +143,7 @@ describe('watch', () => {
     };
     const started = performance.now();
     const got = await outcome(watchSecrets({ idleTimeoutMs: 300 }).done, 5_000);
-    assert.ok(got instanceof KubeError && got.kind === 'ServerError', String(got));
+    assert.ok(isKubeError(got, 'ServerError'), String(got));
     assert.equal(got.statusCode, 500);
     assert.ok(performance.now() - started >= 290, 'the body was given the idle timeout');
   });
@@ -161,7 +161,7 @@ describe('watch', () => {
       more();
     };
     const got = await outcome(watchSecrets({ idleTimeoutMs: 60_000 }).done, 10_000);
-    assert.ok(got instanceof KubeError && got.kind === 'ServerError', String(got));
+    assert.ok(isKubeError(got, 'ServerError'), String(got));
     assert.ok(got.message.length < 1_000, 'the message keeps a short text');
     assert.ok(written < 16 * 1024 * 1024, `the client stopped reading (${written} bytes written)`);
   });

@@ -24,7 +24,7 @@ import {
   type IpPool,
   type LoadBalancer,
 } from '../../../src/harvester/load-balancers.js';
-import { KubeError } from '../../../src/kube/errors.js';
+import { isNotFound } from '../../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Labels } from '../names.js';
@@ -250,7 +250,7 @@ export function loadBalancerControllers(ctx: StandInContext): Reconciler[] {
         try {
           await client.delete(Resources.loadBalancer, refOf(lb));
         } catch (err) {
-          if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+          if (!isNotFound(err)) throw err;
         }
         logger.info('guest cluster removed: load balancer deleted', { vm: key, lb: lb.metadata.name });
       }

@@ -3,7 +3,7 @@
 // (SelfSubjectAccessReview per verb), and what Rancher knows of the credential (the
 // cloud-credential Secret, the token behind it).
 import type { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isKubeError, KubeError } from '../../kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
 import { UsageError } from '../errors.js';
@@ -156,7 +156,7 @@ export async function rancherTokenExpiry(
     const created = Date.parse(token.metadata.creationTimestamp ?? '');
     return Number.isNaN(created) ? undefined : new Date(created + token.ttl);
   } catch (err) {
-    if (err instanceof KubeError && (err.kind === 'Forbidden' || err.kind === 'NotFound')) return undefined;
+    if (isKubeError(err, 'Forbidden', 'NotFound')) return undefined;
     throw err;
   }
 }

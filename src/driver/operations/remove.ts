@@ -3,7 +3,7 @@
 // the VM goes), delete the VM with Foreground propagation and wait until it is gone.
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
-import { KubeError } from '../../kube/errors.js';
+import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
   referencedClaims,
@@ -63,8 +63,8 @@ async function recordPlan(
       });
       return { vm: patched, plan };
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= MAX_PLAN_ATTEMPTS) throw err;
+      if (isNotFound(err)) return undefined;
+      if (!isConflict(err) || attempt >= MAX_PLAN_ATTEMPTS) throw err;
       const fresh = await readVms(ctx);
       if (!fresh.vm) return undefined;
       ({ vms } = fresh);
