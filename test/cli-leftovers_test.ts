@@ -182,7 +182,7 @@ describe('leftovers', () => {
     const lbs = async (): Promise<string[]> =>
       (await admin.list<KubeObject>(Resources.loadBalancer, {})).items
         .filter((l) => !l.metadata.deletionTimestamp)
-        .map((l) => l.metadata.name ?? '')
+        .map((l) => l.metadata.name)
         .sort();
     const first = (
       await cli.expect(0, [

@@ -64,7 +64,7 @@ export async function installCrds(
     }
   }
   for (const crd of crds) {
-    const name = crd.metadata.name ?? '';
+    const name = crd.metadata.name;
     await waitFor<Crd>(admin, {
       type: Resources.crd,
       name,
@@ -76,5 +76,5 @@ export async function installCrds(
         'no conditions yet',
     });
   }
-  return crds.map((c) => c.metadata.name ?? '');
+  return crds.map((c) => c.metadata.name);
 }

@@ -228,7 +228,7 @@ describe('watches, faults and counts', () => {
       await untilAllowed(() => client.list(Resources.configMap, { namespace: ns }));
       const seen: Array<{ name: string; at: number }> = [];
       const watch = client.watch(Resources.configMap, { namespace: ns }, (e: WatchEvent<KubeObject>) => {
-        if (e.type === 'ADDED') seen.push({ name: e.object.metadata.name ?? '', at: Date.now() });
+        if (e.type === 'ADDED') seen.push({ name: e.object.metadata.name, at: Date.now() });
       });
       try {
         await sleep(300);

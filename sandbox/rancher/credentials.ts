@@ -116,7 +116,7 @@ export async function saveHarvesterCloudCredential(
   } catch (err) {
     if (!isAlreadyExists(err)) throw err;
   }
-  const at = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: secret.metadata.name ?? '' };
+  const at = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: secret.metadata.name };
   const existing = await rancher.find<SecretObject>(Resources.secret, at);
   if (!existing) return rancher.create<SecretObject>(Resources.secret, secret);
   return rancher.update<SecretObject>(Resources.secret, {

@@ -281,7 +281,7 @@ async function waitRunning(
     if (ready)
       return [...expected.keys()].flatMap((pool) =>
         byPool(pool)
-          .map((m) => m.metadata.name ?? '')
+          .map((m) => m.metadata.name)
           .sort()
           .map((machineName) => ({
             name: machineName,
@@ -315,7 +315,7 @@ async function notRunning(
       (c) => `${c.type}=${c.status}${c.message ? ` (${c.message.slice(0, 200)})` : ''}`,
     );
     const state = hm ? `ready=${String(hm.status?.ready ?? false)} ${conditions.join(', ')}` : 'missing';
-    return `${m.metadata.name ?? ''}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
+    return `${m.metadata.name}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
   };
   return `guest cluster ${spec.namespace}/${spec.name}: its Machines were not all Running within ${timeoutMs / 1000} s (${live.map(describe).join('; ') || 'none yet'})`;
 }

@@ -115,7 +115,7 @@ export class MachineProvision {
   private at(o: KubeObject, subresource?: string): { namespace: string; name: string; subresource?: string } {
     return {
       namespace: o.metadata.namespace ?? '',
-      name: o.metadata.name ?? '',
+      name: o.metadata.name,
       ...(subresource ? { subresource } : {}),
     };
   }
@@ -188,7 +188,7 @@ export class MachineProvision {
     if (!machine) return; // "waiting: machine to be set as owner reference"
     if (!hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME]) {
       await this.patch(Resources.harvesterMachine, hm, {
-        metadata: { labels: { [LABEL_CAPI_MACHINE_NAME]: machine.metadata.name ?? '' } },
+        metadata: { labels: { [LABEL_CAPI_MACHINE_NAME]: machine.metadata.name } },
       });
       return;
     }
@@ -210,7 +210,7 @@ export class MachineProvision {
   private async registerNode(hm: StandInHarvesterMachine, machine: StandInMachine): Promise<void> {
     const key = objectKey(hm);
     const providerID = await registerGuestNode(this.deps.downstream, {
-      hostname: rancherInstanceName(hm.metadata.name ?? ''),
+      hostname: rancherInstanceName(hm.metadata.name),
       machineUid: machine.metadata.uid ?? '',
       addresses: this.addresses.get(key) ?? [],
     });
@@ -261,7 +261,7 @@ export class MachineProvision {
   /** As Rancher shows it: the infra machine's failure fields (Cluster API mirrors them on the Machine). */
   private async recordFailure(hm: StandInHarvesterMachine, error: string): Promise<void> {
     const ns = hm.metadata.namespace ?? '';
-    const name = hm.metadata.name ?? '';
+    const name = hm.metadata.name;
     const message = `failed deleting server [${ns}/${name}] of kind (HarvesterMachine) for machine ${hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME] ?? name} in infrastructure provider: DeleteError: ${error}`;
     if (hm.status?.failureMessage === message) return;
     await this.setConditions(
@@ -371,7 +371,7 @@ export class MachineProvision {
     }
     await this.throughOutages(() =>
       this.setConditions(key, outcome, {
-        jobName: `${hm.metadata.name ?? ''}-machine-provision`,
+        jobName: `${hm.metadata.name}-machine-provision`,
         ...(credential ? { cloudCredentialSecretName: credential } : {}),
       }),
     );
@@ -409,7 +409,7 @@ export class MachineProvision {
 
   /** Rancher creates `<m>-machine-state` (empty, owned by the infra machine) when it builds the first job. */
   private async ensureStateSecret(hm: StandInHarvesterMachine): Promise<void> {
-    const name = hm.metadata.name ?? '';
+    const name = hm.metadata.name;
     try {
       await this.deps.rancher.create(
         Resources.secret,

@@ -85,7 +85,7 @@ export function savedConfigCreateJob(
   }) => DriverConfig,
 ): CreateJob {
   return async ({ harvesterMachine: hm, env, clusterName }) => {
-    const name = hm.metadata.name ?? '';
+    const name = hm.metadata.name;
     const instanceName = rancherInstanceName(name);
     const secret = machineStateSecret({
       namespace: hm.metadata.namespace ?? '',
@@ -101,7 +101,7 @@ export function savedConfigCreateJob(
     });
     await rancher.patch(
       Resources.secret,
-      { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name ?? '' },
+      { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name },
       { data: (secret as KubeObject & { data?: unknown }).data },
     );
   };
@@ -131,13 +131,13 @@ export async function startRancherStandIn(
     if (capi && !deleting(capi))
       await rancher.delete(Resources.capiCluster, {
         namespace: pc.metadata.namespace ?? '',
-        name: pc.metadata.name ?? '',
+        name: pc.metadata.name,
       });
     if (capi) return; // Cluster API deletes its machines, then removes its own finalizer
     try {
       await rancher.patch(
         Resources.provisioningCluster,
-        { namespace: pc.metadata.namespace ?? '', name: pc.metadata.name ?? '' },
+        { namespace: pc.metadata.namespace ?? '', name: pc.metadata.name },
         {
           metadata: {
             resourceVersion: pc.metadata.resourceVersion,
@@ -156,7 +156,7 @@ export async function startRancherStandIn(
     const owner = (bs.metadata.ownerReferences ?? []).find((r) => r.kind === 'Machine' && r.controller);
     if (!owner) return;
     const namespace = bs.metadata.namespace ?? '';
-    const secretName = `${bs.metadata.name ?? ''}-machine-bootstrap`;
+    const secretName = `${bs.metadata.name}-machine-bootstrap`;
     try {
       await rancher.create(Resources.secret, {
         apiVersion: 'v1',
@@ -169,7 +169,7 @@ export async function startRancherStandIn(
             {
               apiVersion: 'rke.cattle.io/v1',
               kind: 'RKEBootstrap',
-              name: bs.metadata.name ?? '',
+              name: bs.metadata.name,
               uid: bs.metadata.uid ?? '',
               controller: true,
             },
@@ -184,7 +184,7 @@ export async function startRancherStandIn(
     }
     await rancher.patch(
       SandboxResources.rkeBootstrap,
-      { namespace, name: bs.metadata.name ?? '', subresource: 'status' },
+      { namespace, name: bs.metadata.name, subresource: 'status' },
       { status: { ready: true, dataSecretName: secretName } },
     );
   });

@@ -131,7 +131,7 @@ export async function applyServerSide(client: KubeClient, objects: KubeObject[])
   const applied: KubeObject[] = [];
   for (const obj of objects) {
     const type = resourceTypeOf(obj);
-    const at = { namespace: obj.metadata.namespace ?? '', name: obj.metadata.name ?? '' };
+    const at = { namespace: obj.metadata.namespace ?? '', name: obj.metadata.name };
     applied.push(
       await client.call<KubeObject>({
         method: 'PATCH',

@@ -155,7 +155,7 @@ export async function startRancherSide(
   const append = (r: JobRecord): void =>
     fs.appendFileSync(jobsFile(opts.dir), JSON.stringify(r) + '\n', { mode: 0o600 });
   const started = (kind: JobRecord['kind'], ctx: JobContext): JobRecord => {
-    const machine = ctx.harvesterMachine.metadata.name ?? '';
+    const machine = ctx.harvesterMachine.metadata.name;
     const token = tokenNameOf(ctx.env.HARVESTER_KUBECONFIG_CONTENT);
     return {
       kind,

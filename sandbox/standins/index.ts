@@ -99,7 +99,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
       if (change.noIp) behaviour.noIp = change.noIp;
       // VMIs sleeping out the old delays look again with the new ones.
       for (const vmi of informers.get(Resources.virtualMachineInstance).list()) {
-        lifecycle.enqueue(`${vmi.metadata.namespace ?? ''}/${vmi.metadata.name ?? ''}`);
+        lifecycle.enqueue(`${vmi.metadata.namespace ?? ''}/${vmi.metadata.name}`);
       }
     },
     faults: {

@@ -14,7 +14,7 @@ export type ObjectRef = { namespace?: string; name: string };
 export function refOf(obj: KubeObject): ObjectRef {
   return {
     ...(obj.metadata.namespace !== undefined ? { namespace: obj.metadata.namespace } : {}),
-    name: obj.metadata.name ?? '',
+    name: obj.metadata.name,
   };
 }
 

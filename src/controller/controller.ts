@@ -145,7 +145,7 @@ export class CleanupController {
       };
     caches.machines.on(when((e) => this.machineQueue.add(keyOf(e.object))));
     const clusterChanged = when<KubeObject>((e) => {
-      this.enqueueMachinesOf(e.object.metadata.namespace ?? '', e.object.metadata.name ?? '');
+      this.enqueueMachinesOf(e.object.metadata.namespace ?? '', e.object.metadata.name);
       this.clusterQueue.add(keyOf(e.object));
       this.lbQueue.add(keyOf(e.object));
     });

@@ -124,7 +124,7 @@ export class CredentialMonitor {
       version,
     });
     if (previous?.health.state !== health.state) {
-      this.reportTransition(key, secret.metadata.name ?? '', health);
+      this.reportTransition(key, secret.metadata.name, health);
       this.deps.enqueueClusters(this.referencingClusters(key));
     }
     this.publish();
@@ -135,7 +135,7 @@ export class CredentialMonitor {
   private async probe(
     secret: Parameters<HarvesterClients['forSecret']>[0],
   ): Promise<{ probe: ProbeResult; problem?: string }> {
-    const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
+    const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
     try {
       const client = this.deps.harvester.forSecret(secret);
       if (!client) return { probe: 'unreachable' };

@@ -211,7 +211,7 @@ export class LoadBalancerCleanup {
       const pool = findMachinePool({
         cluster: prov,
         machineLabels: hm.metadata.labels,
-        machineName: hm.metadata.name ?? '',
+        machineName: hm.metadata.name,
       });
       const candidates = credentialCandidates({ cluster: prov, pool: pool?.pool, harvesterMachine: hm });
       const vmNamespace = hm.spec?.vmNamespace || 'default';
@@ -383,7 +383,7 @@ async function listLoadBalancers(
 ): Promise<LoadBalancer[] | 'not-served'> {
   try {
     const list = await client.list<KubeObject>(Resources.loadBalancer, { namespace });
-    return list.items as unknown as LoadBalancer[];
+    return list.items;
   } catch (err) {
     // A Harvester without the load balancer add-on serves no such resource.
     if (isNotFound(err)) return 'not-served';

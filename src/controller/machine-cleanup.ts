@@ -74,7 +74,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
   const pool = findMachinePool({
     cluster,
     machineLabels: { ...hm.metadata.labels, ...machine.metadata.labels },
-    machineName: hm.metadata.name ?? '',
+    machineName: hm.metadata.name,
   });
   const candidates = credentialCandidates({ cluster, pool: pool?.pool, harvesterMachine: hm });
   const resolved = candidates.map((c) => ({
@@ -104,7 +104,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
       }
       return await annotateMachineVm(client, {
         vmNamespace: hm.spec?.vmNamespace || 'default',
-        machineName: hm.metadata.name ?? '',
+        machineName: hm.metadata.name,
         clusterName,
       });
     } catch (err) {

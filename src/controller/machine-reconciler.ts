@@ -245,7 +245,7 @@ export class MachineReconciler {
   }
 
   private async addHook(machine: CapiMachine): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
+    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name };
     const patched = await this.deps.client
       .patch(Resources.capiMachine, at, { metadata: { annotations: { [this.hook]: HOOK_OWNER } } })
       .catch(ignoreNotFound);
@@ -276,7 +276,7 @@ export class MachineReconciler {
     metricReason: string,
     eventReason: string = warning ? Reasons.gateDeadline : Reasons.gateReleased,
   ): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
+    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name };
     const released = await this.deps.client
       .patch<CapiMachine>(Resources.capiMachine, at, {
         metadata: { resourceVersion: machine.metadata.resourceVersion, annotations: { [this.hook]: null } },
@@ -316,7 +316,7 @@ export class MachineReconciler {
     condition: Omit<CapiCondition, 'lastTransitionTime'>,
     current?: CapiMachine,
   ): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
+    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name };
     let known = current;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {

@@ -17,7 +17,7 @@ export function collectReferences(
 ): ClusterReferences[] {
   const byCluster = new Map<string, ClusterReferences>();
   for (const c of clusters) {
-    const cluster = { namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '' };
+    const cluster = { namespace: c.metadata.namespace ?? '', name: c.metadata.name };
     const clusterCredential = parseCredentialRef(c.spec?.cloudCredentialSecretName, cluster.namespace);
     const references: CredentialReference[] = [];
     if (clusterCredential)
@@ -44,7 +44,7 @@ export function collectReferences(
     const credential = parseCredentialRef(m.spec?.common?.cloudCredentialSecretName, namespace);
     if (!entry || !credential) continue;
     entry.references.push({
-      referrer: `HarvesterMachine ${namespace}/${m.metadata.name ?? ''}`,
+      referrer: `HarvesterMachine ${namespace}/${m.metadata.name}`,
       cluster: entry.cluster,
       credential,
     });

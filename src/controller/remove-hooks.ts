@@ -91,7 +91,7 @@ export async function removeHooks(opts: RemoveHooksOptions): Promise<RemoveHooks
 
 /** Removes the annotation at the resourceVersion it was seen at; re-reads on Conflict. */
 async function removeOne(client: KubeClient, seen: CapiMachine, key: string): Promise<boolean> {
-  const at = { namespace: seen.metadata.namespace ?? '', name: seen.metadata.name ?? '' };
+  const at = { namespace: seen.metadata.namespace ?? '', name: seen.metadata.name };
   let machine: CapiMachine | undefined = seen;
   for (let attempt = 1; machine?.metadata.annotations?.[key] !== undefined; attempt++) {
     try {
@@ -114,7 +114,7 @@ function record(
   machine: CapiMachine,
   key: string,
 ): void {
-  const name = `${machine.metadata.namespace ?? ''}/${machine.metadata.name ?? ''}`;
+  const name = `${machine.metadata.namespace ?? ''}/${machine.metadata.name}`;
   result.removed.push(name);
   const deleting = Boolean(machine.metadata.deletionTimestamp);
   if (deleting) result.releasedWhileDeleting.push(name);

@@ -2,27 +2,9 @@
 // as plain JSON-shaped interfaces (the JSON names of kubevirt.io/api v1 and core/v1).
 // Only what we use is typed; objects from a server may carry more.
 
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
+import type { ObjectMeta } from '../api/meta.js';
 
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: OwnerReference[];
-  deletionTimestamp?: string;
-  creationTimestamp?: string;
-}
+export type { ObjectMeta, OwnerReference } from '../api/meta.js';
 
 // ---- affinity (core/v1) ----
 

@@ -57,7 +57,7 @@ describe('KubeClient guards', () => {
     const refusals = [
       client.get(Resources.virtualMachine, at),
       client.find(Resources.virtualMachine, at),
-      client.update(Resources.virtualMachine, { metadata: { namespace: 'default' } }),
+      client.update(Resources.virtualMachine, { metadata: { namespace: 'default', name: '' } }),
       client.patch(Resources.virtualMachine, at, { metadata: {} }),
       client.delete(Resources.virtualMachine, at),
     ];

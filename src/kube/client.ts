@@ -16,6 +16,7 @@ import {
   describeOperation,
   resourcePath,
   type KubeObject,
+  type NewObject,
   type ObjectList,
   type ObjectPath,
   type ResourceType,
@@ -246,7 +247,7 @@ export class KubeClient {
    */
   async create<T extends KubeObject>(
     type: ResourceType,
-    obj: T,
+    obj: T | NewObject<T>,
     namespace = obj.metadata.namespace,
   ): Promise<T> {
     const at = namespace !== undefined ? { namespace } : {};
@@ -275,7 +276,7 @@ export class KubeClient {
   update<T extends KubeObject>(type: ResourceType, obj: T, subresource?: 'status'): Promise<T> {
     const at: ObjectPath = {
       ...(obj.metadata.namespace !== undefined ? { namespace: obj.metadata.namespace } : {}),
-      name: obj.metadata.name ?? '',
+      name: obj.metadata.name,
       ...(subresource ? { subresource } : {}),
     };
     const refused = nameless(describeOperation('update', type, at), at.name);

@@ -41,7 +41,7 @@ interface WatchRound {
 }
 
 export const objectKey = (o: KubeObject): string =>
-  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata.name ?? '');
+  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
 
 export class Informer<T extends KubeObject> {
   private readonly cache = new Map<string, T>();

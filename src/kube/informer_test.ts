@@ -38,7 +38,7 @@ beforeEach(async () => {
 function informer(options: InformerOptions = {}): { informer: Informer<KubeObject>; seen: string[] } {
   const i = new Informer<KubeObject>(client, Resources.secret, { namespace: 'default', ...options });
   const seen: string[] = [];
-  i.on((e: InformerEvent<KubeObject>) => seen.push(`${e.type} ${e.object.metadata.name ?? ''}`));
+  i.on((e: InformerEvent<KubeObject>) => seen.push(`${e.type} ${e.object.metadata.name}`));
   informers.push(i);
   return { informer: i, seen };
 }

@@ -1,4 +1,5 @@
 // The kinds we read and write, as group/version/plural descriptors.
+export type { KubeObject, NewObject, ObjectList, ObjectMeta, OwnerReference } from '../api/meta.js';
 
 export interface ResourceType {
   /** '' for the core group. */
@@ -151,39 +152,4 @@ export function describeOperation(verb: string, type: ResourceType, at: ObjectPa
   const where = [at.namespace, at.name].filter(Boolean).join('/');
   const sub = at.subresource ? `/${at.subresource}` : '';
   return `${verb} ${qualifiedName(type)}${sub}${where ? ' ' + where : ''}`;
-}
-
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: Array<{
-    apiVersion: string;
-    kind: string;
-    name: string;
-    uid: string;
-    controller?: boolean;
-    blockOwnerDeletion?: boolean;
-  }>;
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-}
-
-export interface ObjectList<T> {
-  apiVersion?: string;
-  kind?: string;
-  metadata: { resourceVersion?: string; continue?: string };
-  items: T[];
 }

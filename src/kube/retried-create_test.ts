@@ -33,7 +33,7 @@ function serve(req: ScriptedRequest, res: http.ServerResponse): void {
     stringData?: Record<string, string>;
     data?: Record<string, string>;
   };
-  const key = sent.metadata.name ?? '';
+  const key = sent.metadata.name;
   if (posts === 1 && firstPostAnswer !== undefined) {
     return answerJson(
       res,

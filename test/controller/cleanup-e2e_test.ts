@@ -122,7 +122,7 @@ const pvcNames = async (): Promise<Set<string>> =>
   new Set(
     (await sbx().harvester.admin.list<KubeObject>(Resources.pvc, { namespace: VM_NS })).items
       .filter((p) => !p.metadata.deletionTimestamp)
-      .map((p) => p.metadata.name ?? ''),
+      .map((p) => p.metadata.name),
   );
 const vmsOf = async (cluster: string): Promise<string[]> =>
   (
@@ -130,7 +130,7 @@ const vmsOf = async (cluster: string): Promise<string[]> =>
       namespace: VM_NS,
       labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`,
     })
-  ).items.map((v) => v.metadata.name ?? '');
+  ).items.map((v) => v.metadata.name);
 
 async function deleteClusterAndWait(name: string): Promise<void> {
   const { rancher } = sbx();

@@ -62,7 +62,7 @@ async function watchCredentials(
     [NS],
     silentLogger,
     (o) => {
-      received.add(o.metadata.name ?? '');
+      received.add(o.metadata.name);
       return slimSecret(o);
     },
     selectors,

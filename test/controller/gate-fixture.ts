@@ -209,11 +209,11 @@ export function useGateWorld(
       try {
         const at = {
           namespace: harvesterMachine.spec?.vmNamespace ?? '',
-          name: rancherInstanceName(harvesterMachine.metadata.name ?? ''),
+          name: rancherInstanceName(harvesterMachine.metadata.name),
         };
         const vm = await client.find<KubeObject>(Resources.virtualMachine, at);
         observations.push({
-          machine: harvesterMachine.metadata.name ?? '',
+          machine: harvesterMachine.metadata.name,
           annotation: vm?.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS],
           vmFound: vm !== undefined,
           kubeconfigUser: client.credential.identity,

@@ -104,7 +104,7 @@ async function setServerVersion(value: string): Promise<void> {
 const lbNames = async (): Promise<string[]> =>
   (await sbx().harvester.admin.list<KubeObject>(Resources.loadBalancer, { namespace: VM_NS })).items
     .filter((l) => !l.metadata.deletionTimestamp)
-    .map((l) => l.metadata.name ?? '')
+    .map((l) => l.metadata.name)
     .sort();
 
 const allocated = async (): Promise<Record<string, string>> =>
@@ -144,7 +144,7 @@ describe('load balancers of deleted guest clusters (controller + stand-ins on th
     await setServerVersion('v1.7.1');
     const a = await guest('lb-a', { machines: 2, services: ['web', 'api'] });
     const b = await guest('lb-b', { machines: 1, services: ['web'] });
-    const [aWeb, aApi] = a.lbs.map((l) => l.metadata.name ?? '');
+    const [aWeb, aApi] = a.lbs.map((l) => l.metadata.name);
     const bWeb = b.lbs[0]?.metadata.name ?? '';
     assert.equal(Object.keys(await allocated()).length, 3);
 

@@ -34,7 +34,7 @@ export function imageController(ctx: StandInContext): Reconciler {
 
   const storageClassNameFor = (image: VirtualMachineImage): string => {
     if (image.spec.backend === 'cdi') return image.spec.targetStorageClassName ?? '';
-    const legacy = `longhorn-${image.metadata.name ?? ''}`;
+    const legacy = `longhorn-${image.metadata.name}`;
     return classes.get(legacy) ? legacy : `lh-${image.metadata.uid ?? ''}`;
   };
 

@@ -185,7 +185,7 @@ export function loadBalancerControllers(ctx: StandInContext): Reconciler[] {
               ...o.status,
               address: booked.ip,
               allocatedAddress: {
-                ipPool: booked.pool.metadata.name ?? '',
+                ipPool: booked.pool.metadata.name,
                 ip: booked.ip,
                 mask,
                 ...(gateway ? { gateway } : {}),
@@ -197,7 +197,7 @@ export function loadBalancerControllers(ctx: StandInContext): Reconciler[] {
               conditions: [
                 condition(
                   'False',
-                  pool ? `no available IP in pool ${pool.metadata.name ?? ''}` : 'no matched IPPool',
+                  pool ? `no available IP in pool ${pool.metadata.name}` : 'no matched IPPool',
                 ),
               ],
             };

@@ -137,7 +137,7 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
     async (key) => {
       const claim = usbClaims.get(key);
       if (!claim) return;
-      const device = usbDevices.get(claim.metadata.name ?? '');
+      const device = usbDevices.get(claim.metadata.name);
       const setEnabled = async (enabled: boolean): Promise<void> => {
         if (!device) return;
         await updateWithRetry(
@@ -205,7 +205,7 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
   const isLauncher = (p: Pod): boolean => p.metadata.labels?.[Labels.kubevirtApp] === LAUNCHER;
   const byAge = (a: Pod, b: Pod): number =>
     (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-    (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+    a.metadata.name.localeCompare(b.metadata.name);
 
   /** The kubelet's device manager: bound pods get free devices of each resource, oldest pod first. */
   function allocations(node: string, except?: string): Map<string, Map<string, string[]>> {

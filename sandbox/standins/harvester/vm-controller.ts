@@ -42,7 +42,7 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
     if (!raw) return;
     const namespace = vm.metadata.namespace ?? '';
     for (const template of parseTemplates(raw)) {
-      const name = template.metadata.name ?? '';
+      const name = template.metadata.name;
       const imageId = template.metadata.annotations?.[Annotations.imageId];
       if (imageId !== undefined) {
         const parts = imageId.split('/');

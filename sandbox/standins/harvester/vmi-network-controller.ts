@@ -39,7 +39,7 @@ export function vmiNetworkController(ctx: StandInContext): Reconciler {
   async function backfillMacs(vmi: VirtualMachineInstance): Promise<void> {
     const key = keyOf(vmi.metadata.namespace, vmi.metadata.name);
     const vm = vms.get(key);
-    if (!vm) throw new Error(`virtualmachine.kubevirt.io "${vmi.metadata.name ?? ''}" not found`);
+    if (!vm) throw new Error(`virtualmachine.kubevirt.io "${vmi.metadata.name}" not found`);
     // No need to touch a VM that is going too.
     if (!vm.metadata.deletionTimestamp && vm.metadata.annotations?.[Annotations.macAddress] !== undefined) {
       await updateWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) => {

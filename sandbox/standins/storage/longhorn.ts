@@ -85,7 +85,7 @@ export function longhornBinder(ctx: StandInContext): Reconciler {
   // A class created after its claims (an image's class) makes them bindable.
   classes.on((e) => {
     for (const pvc of pvcs.list((p) => p.spec.storageClassName === e.object.metadata.name)) {
-      reconciler.enqueue(`${pvc.metadata.namespace ?? ''}/${pvc.metadata.name ?? ''}`);
+      reconciler.enqueue(`${pvc.metadata.namespace ?? ''}/${pvc.metadata.name}`);
     }
   });
   return reconciler;

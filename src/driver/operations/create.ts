@@ -105,7 +105,7 @@ async function createOrContinue(ctx: OperationContext, vm: Vm): Promise<Vm> {
 async function ensureCloudInitSecret(ctx: OperationContext, secret: Secret, vm: Vm): Promise<void> {
   const owned = withVmOwnerReference(secret, {
     ...vm,
-    metadata: { ...vm.metadata, name: vm.metadata.name ?? '' },
+    metadata: { ...vm.metadata, name: vm.metadata.name },
   });
   try {
     await ctx.api.createSecret(owned);

@@ -21,7 +21,7 @@ type Listed<T> = { items: T[] } | { forbidden: string } | { absent: true };
 
 async function listDevices<T>(ctx: OperationContext, type: ResourceType): Promise<Listed<T>> {
   try {
-    return { items: await ctx.api.listAll<T & { metadata: object }>(type) };
+    return { items: await ctx.api.listAll<T & { metadata: { name: string } }>(type) };
   } catch (err) {
     if (isForbidden(err)) return { forbidden: qualifiedName(type) };
     // The resource type does not exist: the add-on is not enabled (or, for USB, too old).

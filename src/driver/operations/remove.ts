@@ -93,7 +93,7 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
     (await ctx.api.listVms(ns)).flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)),
   );
   for (const pvc of left) {
-    const name = pvc.metadata.name ?? '';
+    const name = pvc.metadata.name;
     if (used.has(name)) continue;
     ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
     await ctx.api.deletePvc(ns, name, pvc.metadata.uid);
