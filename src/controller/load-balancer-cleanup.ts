@@ -24,6 +24,7 @@ import {
   type KubeClient,
   type ReconcileResult,
 } from '../kube/index.js';
+import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
@@ -134,13 +135,12 @@ export class LoadBalancerCleanup {
     return (this.deps.now ?? Date.now)();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult> {
-    const slash = key.indexOf('/');
-    const namespace = key.slice(0, slash);
-    const cluster = key.slice(slash + 1);
+  async reconcile(clusterKey: ObjectKey): Promise<ReconcileResult> {
+    const key = formatKey(clusterKey);
+    const { namespace, name: cluster } = clusterKey;
     const { caches } = this.deps;
-    const capi = caches.capiClusters.get(namespace, cluster);
-    const prov = caches.provisioningClusters.get(namespace, cluster);
+    const capi = caches.capiClusters.get(clusterKey);
+    const prov = caches.provisioningClusters.get(clusterKey);
     if (capi || prov) {
       const deleting = [prov, capi].find((o) => o?.metadata.deletionTimestamp);
       if (!deleting) {
@@ -206,7 +206,7 @@ export class LoadBalancerCleanup {
       notBefore: 0,
     };
     pending.subject = subject;
-    const prov = this.deps.caches.provisioningClusters.get(namespace, cluster);
+    const prov = this.deps.caches.provisioningClusters.get(objectKey(namespace, cluster));
     for (const hm of this.machinesOf(namespace, cluster)) {
       const pool = findMachinePool({
         cluster: prov,
@@ -282,7 +282,7 @@ export class LoadBalancerCleanup {
     const { caches, harvester } = this.deps;
     const resolved = target.candidates.map((c) => ({
       ...c,
-      secret: caches.credentials.get(c.ref.namespace, c.ref.name),
+      secret: caches.credentials.get(c.ref),
     }));
     const usable = usableCandidates(resolved, (c) =>
       c.secret ? (harvesterClusterId(c.secret) ?? undefined) : null,

@@ -79,7 +79,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
   const candidates = credentialCandidates({ cluster, pool: pool?.pool, harvesterMachine: hm });
   const resolved = candidates.map((c) => ({
     ...c,
-    secret: deps.credentials.get(c.ref.namespace, c.ref.name),
+    secret: deps.credentials.get(c.ref),
   }));
   const usable = usableCandidates(resolved, (c) =>
     c.secret ? (harvesterClusterId(c.secret) ?? undefined) : null,

@@ -1,5 +1,6 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
+import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import {
   ignoreNotFound,
   isConflict,
@@ -96,23 +97,24 @@ export class MachineReconciler {
     return (this.deps.now ?? Date.now)();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult> {
-    const [namespace = '', name = ''] = key.split('/');
+  async reconcile(machineKey: ObjectKey): Promise<ReconcileResult> {
+    const key = formatKey(machineKey);
+    const { namespace } = machineKey;
     const { caches } = this.deps;
-    const machine = caches.machines.get(namespace, name);
+    const machine = caches.machines.get(machineKey);
     if (!machine || !isHarvesterBacked(machine)) {
       this.cleaned.delete(key);
       return this.forget(key);
     }
     const clusterName = machine.spec.clusterName || machine.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] || '';
-    const provisioningCluster = caches.provisioningClusters.get(namespace, clusterName);
+    const provisioningCluster = caches.provisioningClusters.get(objectKey(namespace, clusterName));
     const infraRef = machine.spec.infrastructureRef;
-    const hm = caches.harvesterMachines.get(infraRef.namespace ?? namespace, infraRef.name ?? '');
+    const hm = caches.harvesterMachines.get(objectKey(infraRef.namespace ?? namespace, infraRef.name ?? ''));
     const infra: InfraState = !hm ? 'gone' : hm.metadata.deletionTimestamp ? 'deleting' : 'present';
     const hookPresent = machine.metadata.annotations?.[this.hook] !== undefined;
     const scope = classifyDeletion({
       machine,
-      capiCluster: caches.capiClusters.get(namespace, clusterName),
+      capiCluster: caches.capiClusters.get(objectKey(namespace, clusterName)),
       provisioningCluster,
     });
     const plan = decideGate({ hookPresent, scope, infra });
