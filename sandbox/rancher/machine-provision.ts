@@ -20,10 +20,10 @@ import {
   isConflict,
   isKubeError,
   isNotFound,
-  objectKey,
   type KubeClient,
 } from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
+import { formatKey, keyOf, parseKey } from '../../src/api/object-key.js';
 import type { Logger } from '../../src/log/logger.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { registerGuestNode } from './guest-node.js';
@@ -148,7 +148,7 @@ export class MachineProvision {
     set: Condition[],
     extra: Record<string, unknown> = {},
   ): Promise<void> {
-    const [namespace = '', name = ''] = key.split('/');
+    const { namespace, name } = parseKey(key);
     for (let attempt = 0; attempt < 5; attempt++) {
       const hm = await this.deps.rancher.find<StandInHarvesterMachine>(Resources.harvesterMachine, {
         namespace,
@@ -208,7 +208,7 @@ export class MachineProvision {
 
   /** The guest's node joins its cluster; machinenodelookup copies its providerID and addresses. */
   private async registerNode(hm: StandInHarvesterMachine, machine: StandInMachine): Promise<void> {
-    const key = objectKey(hm);
+    const key = formatKey(keyOf(hm));
     const providerID = await registerGuestNode(this.deps.downstream, {
       hostname: rancherInstanceName(hm.metadata.name),
       machineUid: machine.metadata.uid ?? '',
@@ -265,7 +265,7 @@ export class MachineProvision {
     const message = `failed deleting server [${ns}/${name}] of kind (HarvesterMachine) for machine ${hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME] ?? name} in infrastructure provider: DeleteError: ${error}`;
     if (hm.status?.failureMessage === message) return;
     await this.setConditions(
-      objectKey(hm),
+      formatKey(keyOf(hm)),
       [{ type: 'DeleteJob', status: 'False', reason: 'DeleteError', message }],
       {
         failureReason: 'DeleteError',
