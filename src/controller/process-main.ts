@@ -1,11 +1,11 @@
-// Entry point: harvester-machine-controller. Reads its configuration (config.ts), talks to
-// Rancher's local cluster with a kubeconfig or the pod's service account, serves
-// /metrics /healthz /readyz, and runs the cleanup controller while it holds the Lease.
-import fs from 'node:fs';
+// harvester-machine-controller as a process: reads its configuration (config.ts) from the
+// arguments it is given, talks to Rancher's local cluster with a kubeconfig or the pod's
+// service account, serves /metrics /healthz /readyz, and runs the cleanup controller while it
+// holds the Lease. Started by controller/main.ts under Node, or by the single executable.
 import os from 'node:os';
 import { KubeClient, setUserAgentProgram } from '../kube/index.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { ConfigError, HelpRequested, parseConfig, type ControllerConfig } from './config.js';
+import { HelpRequested, parseConfig, type ControllerConfig } from './config.js';
 import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
 import { startHttpServer } from './http-server.js';
@@ -118,12 +118,13 @@ async function runSubcommand(argv: string[]): Promise<boolean> {
   process.exit(await removeHooksCommand(argv.slice(1), process.env));
 }
 
-export async function main(): Promise<void> {
+/** The controller's command line (`argv`: what follows the program name, or `controller`). */
+export async function runControllerProcess(argv: string[]): Promise<void> {
   setUserAgentProgram('harvester-machine-controller');
-  if (await runSubcommand(process.argv.slice(2))) return;
+  if (await runSubcommand(argv)) return;
   let config: ControllerConfig;
   try {
-    config = parseConfig(process.argv.slice(2), process.env, os.hostname());
+    config = parseConfig(argv, process.env, os.hostname());
   } catch (err) {
     if (err instanceof HelpRequested) {
       process.stdout.write(`${err.message}\n`);
@@ -144,13 +145,4 @@ export async function main(): Promise<void> {
       void shutdown().then(() => process.exit());
     });
   }
-}
-
-if (process.argv[1] && import.meta.url === new URL(`file://${fs.realpathSync(process.argv[1])}`).href) {
-  main().catch((err: unknown) => {
-    process.stderr.write(
-      `harvester-machine-controller: ${err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err)}\n`,
-    );
-    process.exit(1);
-  });
 }

@@ -16,7 +16,7 @@ import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { createLogger } from '../../src/log/logger.js';
 import { parseConfig } from '../../src/controller/config.js';
-import { run, type Running } from '../../src/controller/main.js';
+import { run, type Running } from '../../src/controller/process-main.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { createTokenUser, tokenKubeconfig, type TokenUser } from '../../sandbox/control-plane/access.js';
 import {
