@@ -1,6 +1,6 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, keyOf, objectKey, type ObjectKey } from '../api/object-key.js';
 import {
   ignoreNotFound,
   isConflict,
@@ -40,6 +40,18 @@ export interface HeldGate {
   message: string;
   since: string;
   releaseBy: string;
+}
+
+/** Why a gate is released, and how that is recorded. */
+interface Release {
+  /** The Event's and the condition's message. */
+  reason: string;
+  /** A release without the cleanup (the deadline): a Warning, and the condition stays False. */
+  warning: boolean;
+  /** The gateReleases metric's reason label. */
+  metricReason: string;
+  /** The Event's reason (default: deadline or released, by `warning`). */
+  eventReason?: string;
 }
 
 export interface MachineReconcilerDeps {
@@ -121,7 +133,7 @@ export class MachineReconciler {
 
     if (plan.addHook) await this.addHook(machine);
     if (plan.release) {
-      await this.release(machine, key, plan.release.reason, plan.release.warning, scope.kind);
+      await this.release(machine, key, { ...plan.release, metricReason: scope.kind });
       return this.forget(key);
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
@@ -195,14 +207,12 @@ export class MachineReconciler {
       const eventReason =
         after.warning || outcome.kind === 'failed' ? Reasons.gateDeadline : OUTCOME_REASONS[outcome.kind];
       if (hookPresent)
-        await this.release(
-          machine,
-          key,
-          after.reason,
-          after.warning,
-          after.warning ? 'deadline' : outcome.kind,
+        await this.release(machine, key, {
+          reason: after.reason,
+          warning: after.warning,
+          metricReason: after.warning ? 'deadline' : outcome.kind,
           eventReason,
-        );
+        });
       else
         this.deps.events.record(
           Resources.capiMachine,
@@ -247,7 +257,7 @@ export class MachineReconciler {
   }
 
   private async addHook(machine: CapiMachine): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name };
+    const at = keyOf(machine);
     const patched = await this.deps.client
       .patch(Resources.capiMachine, at, { metadata: { annotations: { [this.hook]: HOOK_OWNER } } })
       .catch(ignoreNotFound);
@@ -265,20 +275,13 @@ export class MachineReconciler {
   /**
    * Removes only our annotation, with the resourceVersion the decision was made on: if the
    * Machine changed since, the patch fails with Conflict and the key is decided again.
-   */
-  /**
    * One Event per release, saying why; the condition only where a held gate had set it
    * False (on a Machine about to disappear a True condition would be a wasted write).
    */
-  private async release(
-    machine: CapiMachine,
-    key: string,
-    reason: string,
-    warning: boolean,
-    metricReason: string,
-    eventReason: string = warning ? Reasons.gateDeadline : Reasons.gateReleased,
-  ): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name };
+  private async release(machine: CapiMachine, key: string, how: Release): Promise<void> {
+    const { reason, warning, metricReason } = how;
+    const eventReason = how.eventReason ?? (warning ? Reasons.gateDeadline : Reasons.gateReleased);
+    const at = keyOf(machine);
     const released = await this.deps.client
       .patch<CapiMachine>(Resources.capiMachine, at, {
         metadata: { resourceVersion: machine.metadata.resourceVersion, annotations: { [this.hook]: null } },
@@ -318,7 +321,7 @@ export class MachineReconciler {
     condition: Omit<CapiCondition, 'lastTransitionTime'>,
     current?: CapiMachine,
   ): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name };
+    const at = keyOf(machine);
     let known = current;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {

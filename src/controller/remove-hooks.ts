@@ -4,6 +4,7 @@
 // First it takes the controller's Lease (lease-hold.ts) so that no replica adds a hook back,
 // waits until the replica it took the Lease from has stopped acting, then removes the hooks
 // until a pass finds none left.
+import { keyOf } from '../api/object-key.js';
 import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
@@ -91,7 +92,7 @@ export async function removeHooks(opts: RemoveHooksOptions): Promise<RemoveHooks
 
 /** Removes the annotation at the resourceVersion it was seen at; re-reads on Conflict. */
 async function removeOne(client: KubeClient, seen: CapiMachine, key: string): Promise<boolean> {
-  const at = { namespace: seen.metadata.namespace ?? '', name: seen.metadata.name };
+  const at = keyOf(seen);
   let machine: CapiMachine | undefined = seen;
   for (let attempt = 1; machine?.metadata.annotations?.[key] !== undefined; attempt++) {
     try {
