@@ -3,25 +3,14 @@
 // on its own (silence, an oversized line, an error answer whose body never ends) bounded.
 import assert from 'node:assert/strict';
 import type http from 'node:http';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import type { KubeClient } from './client.js';
+import { describe, it } from 'node:test';
 import { isKubeError, KubeError } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
-import { ScriptedServer, secret, status, watchLine, type ScriptedRequest } from './testing.js';
+import { useScriptedServer, secret, status, watchLine, type ScriptedRequest } from './testing.js';
 import type { WatchEvent, WatchOptions } from './watch.js';
 
 let script: (req: ScriptedRequest, res: http.ServerResponse) => void = () => undefined;
-let server: ScriptedServer;
-let client: KubeClient;
-
-before(async () => {
-  server = await ScriptedServer.start((req, res) => script(req, res));
-  client = server.client();
-});
-after(() => server.close());
-beforeEach(() => {
-  server.requests.length = 0;
-});
+const scripted = useScriptedServer((req, res) => script(req, res));
 
 function watchSecrets(opts: Partial<WatchOptions> = {}): {
   events: Array<WatchEvent<KubeObject>>;
@@ -29,7 +18,7 @@ function watchSecrets(opts: Partial<WatchOptions> = {}): {
   stop: () => void;
 } {
   const events: Array<WatchEvent<KubeObject>> = [];
-  const w = client.watch<KubeObject>(Resources.secret, { namespace: 'default', ...opts }, (e) =>
+  const w = scripted.client.watch<KubeObject>(Resources.secret, { namespace: 'default', ...opts }, (e) =>
     events.push(e),
   );
   return { events, ...w };
@@ -69,7 +58,7 @@ describe('watch', () => {
       w.events.map((e) => `${e.type} ${e.object.metadata.resourceVersion ?? ''}`),
       ['ADDED 11', 'MODIFIED 12', 'BOOKMARK 13', 'DELETED 14'],
     );
-    const [req] = server.requests;
+    const [req] = scripted.server.requests;
     assert.equal(req?.path, '/api/v1/namespaces/default/secrets');
     assert.deepEqual(Object.fromEntries(req?.query ?? []), {
       watch: '1',
@@ -110,7 +99,7 @@ describe('watch', () => {
       res.write('\n'); // headers flushed, then nothing
     };
     const started = performance.now();
-    const fresh = server.client();
+    const fresh = scripted.server.client();
     const w = fresh.watch<KubeObject>(
       Resources.secret,
       { namespace: 'default', idleTimeoutMs: 200 },
@@ -173,7 +162,7 @@ describe('watch', () => {
       setTimeout(() => res.socket?.destroy(), 20);
     };
     const refused = new KubeError('CredentialRejected', 'get secrets', 'get secrets: Unauthorized');
-    const fresh = server.client();
+    const fresh = scripted.server.client();
     assert.equal(fresh.isTransient(refused), false);
     const w = fresh.watch<KubeObject>(Resources.secret, { namespace: 'default' }, () => undefined);
     assert.equal(await outcome(w.done, 10_000), 'ended');
@@ -185,7 +174,7 @@ describe('watch', () => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(watchLine('ADDED', secret('a', '11')));
     };
-    const fresh = server.client();
+    const fresh = scripted.server.client();
     const w = fresh.watch<KubeObject>(Resources.secret, { namespace: 'default' }, () => undefined);
     assert.equal(await outcome(w.done, 10_000), 'ended');
     assert.equal(fresh.isTransient(new KubeError('CredentialRejected', 'op', 'op: refused')), false);
@@ -197,7 +186,7 @@ describe('watch', () => {
       res.write('{');
     };
     const w = watchSecrets({ idleTimeoutMs: 60_000 });
-    await server.arrival(1, () => true, 'the watch request');
+    await scripted.server.arrival(1, () => true, 'the watch request');
     w.stop();
     assert.equal(await outcome(w.done, 5_000), 'ended');
   });

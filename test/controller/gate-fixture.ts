@@ -40,6 +40,7 @@ import {
   type RancherStandIn,
   type RemovalJob,
 } from '../../sandbox/rancher/rancher-standin.js';
+import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
 import { bindChartRbac } from './chart-rbac.js';
 
 export const NS = 'fleet-test';
@@ -155,6 +156,71 @@ export async function startControllerAsChart(
     stop: async () => {
       await controller.shutdown();
       fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What useSandboxWorld gives the tests once `before` ran. */
+export interface SandboxWorld {
+  readonly sandbox: Sandbox;
+  readonly standIn: RancherStandIn;
+  readonly controller: Awaited<ReturnType<typeof startControllerAsChart>>;
+}
+
+/**
+ * The whole sandbox for a file's tests: Harvester's stand-ins (short guest-agent and shutdown
+ * delays), Rancher's local cluster with the real Cluster API manager watching `namespace`,
+ * Rancher's stand-in running the driver's Remove in process as its rm job, and the controller
+ * run as the chart runs it; `prepare` adds what the file needs before the controller starts.
+ */
+export function useSandboxWorld(opts: {
+  namespace: string;
+  systemNamespace: string;
+  prepare?: (sandbox: Sandbox) => Promise<void>;
+}): SandboxWorld {
+  let sandbox: Sandbox | undefined;
+  let standIn: RancherStandIn | undefined;
+  let controller: SandboxWorld['controller'] | undefined;
+  before(async () => {
+    sandbox = await startSandbox({
+      standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
+      clusterApi: { namespace: opts.namespace },
+    });
+    for (const name of [opts.namespace, opts.systemNamespace])
+      await sandbox.rancher.admin.create(Resources.namespace, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name },
+      });
+    await opts.prepare?.(sandbox);
+    standIn = await startRancherStandIn(sandbox.rancher.admin, {
+      namespace: opts.namespace,
+      retryDelayMs: 500,
+    });
+    controller = await startControllerAsChart(sandbox.rancher, {
+      namespace: opts.namespace,
+      systemNamespace: opts.systemNamespace,
+      gateDeadline: '10m',
+    });
+  });
+  after(async () => {
+    await controller?.stop();
+    await standIn?.stop();
+    await sandbox?.stop();
+  });
+  const started = <T>(what: string, value: T | undefined): T => {
+    if (value === undefined) throw new Error(`the ${what} is not started (use it inside a test)`);
+    return value;
+  };
+  return {
+    get sandbox() {
+      return started('sandbox', sandbox);
+    },
+    get standIn() {
+      return started('Rancher stand-in', standIn);
+    },
+    get controller() {
+      return started('controller', controller);
     },
   };
 }
