@@ -75,7 +75,7 @@ export interface VolumeWorld {
 /** virt-controller's updateVolumeStatus plus virt-handler's hot-plug phases, sorted by name. */
 export function volumeStatuses(vmi: VirtualMachineInstance, world: VolumeWorld): VolumeStatus[] {
   const old = new Map((vmi.status?.volumeStatus ?? []).map((s) => [s.name, s]));
-  const used = [...old.values()].map((s) => s.target).filter((t) => t !== '');
+  const used = [...old.values()].map((s) => s.target ?? '').filter((t) => t !== '');
   const next: VolumeStatus[] = [];
   for (const volume of vmi.spec.volumes ?? []) {
     const prior = old.get(volume.name);
