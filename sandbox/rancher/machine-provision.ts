@@ -33,31 +33,16 @@ import { credentialEnv } from './rancher-jobs.js';
 
 export const LABEL_CAPI_MACHINE_NAME = 'rke.cattle.io/capi-machine-name';
 
-export interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-export interface StandInHarvesterMachine extends KubeObject {
-  spec?: {
-    vmNamespace?: string | null;
-    providerID?: string | null;
-    common?: { cloudCredentialSecretName?: string | null } | null;
-  };
-  status?: {
-    conditions?: Condition[];
-    ready?: boolean;
-    jobName?: string;
-    cloudCredentialSecretName?: string;
-    failureReason?: string;
-    failureMessage?: string;
-    addresses?: Array<{ type: string; address: string }>;
-  };
-}
-export interface StandInMachine extends KubeObject {
-  spec?: { clusterName?: string; bootstrap?: { dataSecretName?: string } };
-}
+export type {
+  CapiCondition as Condition,
+  CapiMachine as StandInMachine,
+  HarvesterMachine as StandInHarvesterMachine,
+} from '../../src/api/capi.js';
+import type {
+  CapiCondition as Condition,
+  CapiMachine as StandInMachine,
+  HarvesterMachine as StandInHarvesterMachine,
+} from '../../src/api/capi.js';
 
 export interface MachineProvisionDeps {
   rancher: KubeClient;

@@ -57,6 +57,7 @@ export interface Secret extends KubeObject {
   type?: string;
   /** Values base64-encoded, as the API server stores them. */
   data?: Record<string, string>;
+  stringData?: Record<string, string>;
 }
 
 export interface StorageClass extends KubeObject {

@@ -1,4 +1,5 @@
-// Harvester's own objects (harvesterhci.io v1beta1) the driver and the stand-ins share.
+// Harvester's own objects the driver and the stand-ins share: harvesterhci.io v1beta1 and the
+// pcidevices add-on's devices.harvesterhci.io v1beta1 (harvester/pcidevices v1.8.0 pkg/apis).
 import type { Condition, KubeObject } from './meta.js';
 
 export interface VirtualMachineImage extends KubeObject {
@@ -26,4 +27,44 @@ export interface VirtualMachineImage extends KubeObject {
 export interface KeyPair extends KubeObject {
   spec: { publicKey: string };
   status?: { fingerPrint?: string; conditions?: Condition[]; [field: string]: unknown };
+}
+
+export interface PciDevice extends KubeObject {
+  spec?: Record<string, never>;
+  status?: {
+    address?: string;
+    vendorId?: string;
+    deviceId?: string;
+    classId?: string;
+    iommuGroup?: string;
+    nodeName?: string;
+    resourceName?: string;
+    description?: string;
+    kernelDriverInUse?: string;
+  };
+}
+
+export interface PciDeviceClaim extends KubeObject {
+  spec?: { address?: string; nodeName?: string; userName?: string };
+  status?: { kernelDriverToUnbind?: string; passthroughEnabled?: boolean };
+}
+
+export interface UsbDevice extends KubeObject {
+  status?: {
+    vendorID?: string;
+    productID?: string;
+    nodeName?: string;
+    resourceName?: string;
+    devicePath?: string;
+    description?: string;
+    pciAddress?: string;
+    enabled?: boolean;
+    status?: string;
+    message?: string;
+  };
+}
+
+export interface UsbDeviceClaim extends KubeObject {
+  spec?: { userName?: string };
+  status?: { nodeName?: string; pciAddress?: string };
 }

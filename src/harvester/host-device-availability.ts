@@ -5,24 +5,14 @@
 // acted on): docs/upstream/harvester-host-devices.md#claims-and-passthrough.
 // The decision refuses only what cannot work; what it cannot see (VMs of other namespaces,
 // a list the credential may not read) never causes a refusal.
+import type { PciDevice, PciDeviceClaim, UsbDevice } from '../api/harvester.js';
 import type { ObjectMeta } from '../api/meta.js';
 import type { GoHostDeviceInfo } from './go-config.js';
 
 export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDetails';
 
-export interface PciDevice {
-  metadata: ObjectMeta;
-  status?: { address?: string; nodeName?: string; resourceName?: string; description?: string };
-}
-export interface PciDeviceClaim {
-  metadata: ObjectMeta;
-  spec?: { address?: string; nodeName?: string; userName?: string };
-  status?: { passthroughEnabled?: boolean };
-}
-export interface UsbDevice {
-  metadata: ObjectMeta;
-  status?: { nodeName?: string; resourceName?: string; description?: string; enabled?: boolean };
-}
+export type { PciDevice, PciDeviceClaim, UsbDevice } from '../api/harvester.js';
+
 export interface DeviceUsingVm {
   metadata: ObjectMeta;
   spec?: {
