@@ -25,9 +25,11 @@ import {
   type IpPool,
   type LoadBalancer,
 } from '../../../src/harvester/load-balancers.js';
+import type { KubeClient } from '../../../src/kube/client.js';
 import { isNotFound } from '../../../src/kube/errors.js';
 import type { Cache, Controller } from '../../../src/kube/manager.js';
 import { Resources, type KubeObject } from '../../../src/kube/resources.js';
+import type { Logger } from '../../../src/log/logger.js';
 import type { StandInContext } from '../context.js';
 import { Labels } from '../names.js';
 import { nowIso } from '../runtime.js';
@@ -85,75 +87,96 @@ function serverVersion(settings: Cache<Setting>): string | undefined {
   return s?.value || s?.default || undefined;
 }
 
-export function loadBalancerControllers(ctx: StandInContext): Controller[] {
-  const { client } = ctx;
-  const lbs = ctx.manager.cache<Lb>({ type: Resources.loadBalancer });
-  const pools = ctx.manager.cache<Pool>({ type: Resources.ipPool });
-  const vms = ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine });
-  const settings = ctx.manager.cache<Setting>({ type: Resources.setting });
-  const logger = ctx.logger.child({ controller: 'harvester-lb' });
+const condition = (status: 'True' | 'False', message?: string) => ({
+  type: 'Ready',
+  status,
+  lastUpdateTime: nowIso(),
+  ...(message ? { message } : {}),
+});
 
-  const condition = (status: 'True' | 'False', message?: string) => ({
-    type: 'Ready',
-    status,
-    lastUpdateTime: nowIso(),
-    ...(message ? { message } : {}),
+/** Books the first free address of the pool for `owner` (or finds its booking); undefined when full. */
+async function reserve(
+  client: KubeClient,
+  pool: Pool,
+  owner: string,
+): Promise<{ ip: string; pool: Pool } | undefined> {
+  let booked: string | undefined;
+  const written = await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
+    const { addresses } = ipPoolAddresses(p.spec.ranges);
+    const allocated = { ...p.status?.allocated };
+    booked = Object.entries(allocated).find(([, who]) => who === owner)?.[0];
+    if (booked) return undefined;
+    booked = addresses.find((ip) => allocated[ip] === undefined);
+    if (!booked) return undefined;
+    allocated[booked] = owner;
+    const history = { ...p.status?.allocatedHistory };
+    delete history[booked];
+    p.status = {
+      ...p.status,
+      total: addresses.length,
+      available: addresses.length - Object.keys(allocated).length,
+      lastAllocated: booked,
+      allocated,
+      allocatedHistory: history,
+    };
+    return p;
   });
+  return booked ? { ip: booked, pool: written ?? pool } : undefined;
+}
 
-  /** Books the first free address of the pool for `owner` (or finds its booking); undefined when full. */
-  async function reserve(pool: Pool, owner: string): Promise<{ ip: string; pool: Pool } | undefined> {
-    let booked: string | undefined;
-    const written = await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
-      const { addresses } = ipPoolAddresses(p.spec.ranges);
-      const allocated = { ...p.status?.allocated };
-      booked = Object.entries(allocated).find(([, who]) => who === owner)?.[0];
-      if (booked) return undefined;
-      booked = addresses.find((ip) => allocated[ip] === undefined);
-      if (!booked) return undefined;
-      allocated[booked] = owner;
-      const history = { ...p.status?.allocatedHistory };
-      delete history[booked];
-      p.status = {
-        ...p.status,
-        total: addresses.length,
-        available: addresses.length - Object.keys(allocated).length,
-        lastAllocated: booked,
-        allocated,
-        allocatedHistory: history,
-      };
-      return p;
-    });
-    return booked ? { ip: booked, pool: written ?? pool } : undefined;
-  }
+async function release(client: KubeClient, pools: Cache<Pool>, lb: Lb): Promise<void> {
+  const owner = formatKey(keyOf(lb));
+  const poolName = lb.status?.allocatedAddress?.ipPool;
+  const ip = lb.status?.allocatedAddress?.ip;
+  if (!poolName || !ip) return;
+  const pool = pools.get(objectKey('', poolName));
+  await updateWithRetry(client, Resources.ipPool, pool, { name: poolName }, (p) => {
+    if (p.status?.allocated?.[ip] !== owner) return undefined;
+    const allocated = { ...p.status.allocated };
+    delete allocated[ip];
+    p.status = {
+      ...p.status,
+      allocated,
+      allocatedHistory: { ...p.status.allocatedHistory, [ip]: owner },
+      available: (p.status.available ?? 0) + 1,
+    };
+    return p;
+  });
+}
 
-  async function release(lb: Lb): Promise<void> {
-    const owner = formatKey(keyOf(lb));
-    const poolName = lb.status?.allocatedAddress?.ipPool;
-    const ip = lb.status?.allocatedAddress?.ip;
-    if (!poolName || !ip) return;
-    const pool = pools.get(objectKey('', poolName));
-    await updateWithRetry(client, Resources.ipPool, pool, { name: poolName }, (p) => {
-      if (p.status?.allocated?.[ip] !== owner) return undefined;
-      const allocated = { ...p.status.allocated };
-      delete allocated[ip];
-      p.status = {
-        ...p.status,
-        allocated,
-        allocatedHistory: { ...p.status.allocatedHistory, [ip]: owner },
-        available: (p.status.available ?? 0) + 1,
-      };
-      return p;
-    });
-  }
+interface LbCaches {
+  lbs: Cache<Lb>;
+  pools: Cache<Pool>;
+  vms: Cache<VirtualMachine>;
+  settings: Cache<Setting>;
+}
 
-  const lbController = ctx.manager
+export function loadBalancerControllers(ctx: StandInContext): Controller[] {
+  const caches: LbCaches = {
+    lbs: ctx.manager.cache<Lb>({ type: Resources.loadBalancer }),
+    pools: ctx.manager.cache<Pool>({ type: Resources.ipPool }),
+    vms: ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine }),
+    settings: ctx.manager.cache<Setting>({ type: Resources.setting }),
+  };
+  const logger = ctx.logger.child({ controller: 'harvester-lb' });
+  return [
+    loadBalancerController(ctx, caches, logger),
+    ipPoolController(ctx, caches, logger),
+    guestClusterCleanup(ctx, caches, logger),
+  ];
+}
+
+/** "harvester-lb-controller": the finalizer, an address from a pool (or DHCP), given back on removal. */
+function loadBalancerController(ctx: StandInContext, { lbs, pools }: LbCaches, logger: Logger): Controller {
+  const { client } = ctx;
+  return ctx.manager
     .controller('harvester-lb', {
       reconcile: async (key) => {
         const lb = lbs.get(key);
         if (!lb) return;
         if (lb.metadata.deletionTimestamp) {
           if (!(lb.metadata.finalizers ?? []).includes(FINALIZER_LB_CONTROLLER)) return;
-          if (lb.spec?.ipam !== 'dhcp') await release(lb);
+          if (lb.spec?.ipam !== 'dhcp') await release(client, pools, lb);
           await patchFinalizers(
             client,
             Resources.loadBalancer,
@@ -188,7 +211,7 @@ export function loadBalancerControllers(ctx: StandInContext): Controller[] {
           ? pools.get(objectKey('', lb.spec.ipPool))
           : (selectIpPool(all, lb, false) ??
             (lb.spec?.workloadType === 'cluster' ? selectIpPool(all, lb, true) : undefined));
-        const booked = pool ? await reserve(pool, formatKey(key)) : undefined;
+        const booked = pool ? await reserve(client, pool, formatKey(key)) : undefined;
         const { mask, gateway } = pool ? ipPoolAddresses(pool.spec.ranges) : { mask: '', gateway: '' };
         await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {
           o.status = booked
@@ -220,8 +243,12 @@ export function loadBalancerControllers(ctx: StandInContext): Controller[] {
     })
     .watch(lbs)
     .watch(pools, () => lbs.list((lb) => !lb.status?.allocatedAddress?.ipPool).map((lb) => keyOf(lb)));
+}
 
-  const poolController = ctx.manager
+/** "harvester-ippool": a new pool's status total and available. */
+function ipPoolController(ctx: StandInContext, { pools }: LbCaches, logger: Logger): Controller {
+  const { client } = ctx;
+  return ctx.manager
     .controller('harvester-ippool', {
       reconcile: async (key) => {
         const pool = pools.get(key);
@@ -241,8 +268,16 @@ export function loadBalancerControllers(ctx: StandInContext): Controller[] {
       logger: logger,
     })
     .watch(pools);
+}
 
-  const vmCleanup = ctx.manager
+/** "harvester-lb-vm-controller" (v1.8.0 on): an annotated guest-cluster VM removed takes its cluster's load balancers. */
+function guestClusterCleanup(
+  ctx: StandInContext,
+  { lbs, vms, settings }: LbCaches,
+  logger: Logger,
+): Controller {
+  const { client } = ctx;
+  return ctx.manager
     .controller('harvester-lb-vm', {
       reconcile: async (key) => {
         const vm = vms.get(key);
@@ -269,6 +304,4 @@ export function loadBalancerControllers(ctx: StandInContext): Controller[] {
       logger: logger,
     })
     .watch(vms);
-
-  return [lbController, poolController, vmCleanup];
 }
