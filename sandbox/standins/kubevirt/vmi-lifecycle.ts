@@ -325,6 +325,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
         case 'Succeeded':
         case 'Failed':
         case 'Unknown':
+        case 'WaitingForSync':
           return undefined;
       }
     },

@@ -73,7 +73,7 @@ async function recheck(
     opts.namespace !== undefined ? { namespace: opts.namespace } : {},
   );
   const now = classifyLoadBalancer(
-    fresh as unknown as LoadBalancer,
+    fresh,
     lbClassifyContext(vms.items, new Date(), opts.minAgeMs),
   );
   if (now.kind === 'skip') return now.reason;
