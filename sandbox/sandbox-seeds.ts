@@ -3,7 +3,7 @@
 // setting, storage classes) and the least-privilege roles the driver's credential needs.
 import crypto from 'node:crypto';
 import type { KubeClient } from '../src/kube/client.js';
-import { KubeError } from '../src/kube/errors.js';
+import { isAlreadyExists } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 
 export const SEED_NAMESPACE = 'default';
@@ -66,7 +66,7 @@ async function createIfAbsent<T extends KubeObject>(
   try {
     await client.create<T>(type, obj);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }
 

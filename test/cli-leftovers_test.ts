@@ -84,7 +84,7 @@ describe('leftovers', () => {
           namespace: ns,
           service: { namespace: 'default', name: 'web' },
         })
-      ).metadata.name ?? '';
+      ).metadata.name;
     world.liveLb =
       (
         await ensureGuestLoadBalancer(admin, {
@@ -92,7 +92,7 @@ describe('leftovers', () => {
           namespace: ns,
           service: { namespace: 'default', name: 'web' },
         })
-      ).metadata.name ?? '';
+      ).metadata.name;
     world.deadVolume = await sandbox.standIns.csi.createVolume({
       namespace: ns,
       guestCluster: 'dead',
@@ -106,7 +106,7 @@ describe('leftovers', () => {
           namespace: ns,
           service: { namespace: 'kube-system', name: 'ingress' },
         })
-      ).metadata.name ?? '';
+      ).metadata.name;
     await admin.patch(
       Resources.loadBalancer,
       { namespace: ns, name: world.unknownNearLive },
@@ -119,7 +119,7 @@ describe('leftovers', () => {
           namespace: lone,
           service: { namespace: 'default', name: 'web' },
         })
-      ).metadata.name ?? '';
+      ).metadata.name;
     await admin.patch(
       Resources.loadBalancer,
       { namespace: lone, name: world.unknownAlone },
@@ -182,7 +182,7 @@ describe('leftovers', () => {
     const lbs = async (): Promise<string[]> =>
       (await admin.list<KubeObject>(Resources.loadBalancer, {})).items
         .filter((l) => !l.metadata.deletionTimestamp)
-        .map((l) => l.metadata.name ?? '')
+        .map((l) => l.metadata.name)
         .sort();
     const first = (
       await cli.expect(0, [
@@ -262,7 +262,7 @@ describe("rm --dry-run and the guest cluster's load balancers", () => {
           namespace: ns,
           service: { namespace: 'default', name: 'web' },
         })
-      ).metadata.name ?? '';
+      ).metadata.name;
     await sandbox.harvester.admin.patch(Resources.setting, { name: 'server-version' }, { value: 'v1.7.1' });
     const whole = (
       await cli.expect(0, ['plan', 'rm', 'plan-m1', '--whole-cluster', '-o', 'json'])

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { KubeClient } from '../src/kube/client.js';
-import { KubeError } from '../src/kube/errors.js';
+import { isForbidden, isNotFound } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Vm } from '../src/driver/harvester-api.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
@@ -257,10 +257,7 @@ describe('host devices (--harvester-host-device-info)', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      assert.ok(
-        denied instanceof KubeError && denied.kind === 'Forbidden',
-        'the user may not list pcidevices',
-      );
+      assert.ok(isForbidden(denied), 'the user may not list pcidevices');
     } finally {
       probe.close();
     }
@@ -285,7 +282,7 @@ describe('host devices (--harvester-host-device-info)', () => {
     await eventually('the device kinds to be gone', async () =>
       admin.list(Resources.pciDevice).then(
         () => false,
-        (e: unknown) => e instanceof KubeError && e.kind === 'NotFound',
+        (e: unknown) => isNotFound(e),
       ),
     );
     const { driver } = machine('gpu-pool1-aaaaa-noaddon', info(T4));

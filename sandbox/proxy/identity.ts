@@ -3,7 +3,7 @@
 // in front of virt-api (authentication, authorization) and virt-api itself do. Denials are
 // worded exactly as kube-apiserver words them (apiserver endpoints/handlers/responsewriters).
 import type { KubeClient } from '../../src/kube/client.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { Resources, type KubeObject, type NewObject } from '../../src/kube/resources.js';
 import { forbidden, type Status } from './status.js';
 
 export interface Identity {
@@ -42,7 +42,7 @@ export async function authenticate(
     kind: 'TokenReview',
     metadata: {},
     spec: { token },
-  } as TokenReview);
+  } as NewObject<TokenReview>);
   const user = review.status?.user;
   if (!review.status?.authenticated || !user?.username) return undefined;
   return {
@@ -88,7 +88,7 @@ export async function authorize(
         ? { resourceAttributes: attributes.resource }
         : { nonResourceAttributes: { path: attributes.path, verb: attributes.verb } }),
     },
-  } as SubjectAccessReview);
+  } as NewObject<SubjectAccessReview>);
   if (review.status?.allowed) return undefined;
   return forbiddenFor(who.username, attributes, review.status?.reason);
 }

@@ -175,7 +175,7 @@ async function lifecycle(
   let vm: VmView | undefined;
   let vmi: VmiView | undefined;
   try {
-    vm = await admin.find<VmView & { metadata: { name?: string } }>(Resources.virtualMachine, {
+    vm = await admin.find<VmView & { metadata: { name: string } }>(Resources.virtualMachine, {
       namespace,
       name,
     });
@@ -187,10 +187,13 @@ async function lifecycle(
   }
   if (!vm) return writeVirtApiStatus(res, notFound(VM_RESOURCE, name));
   try {
-    vmi = await admin.find<VmiView & { metadata: { uid?: string } }>(Resources.virtualMachineInstance, {
-      namespace,
-      name,
-    });
+    vmi = await admin.find<VmiView & { metadata: { name: string; uid?: string } }>(
+      Resources.virtualMachineInstance,
+      {
+        namespace,
+        name,
+      },
+    );
   } catch (err) {
     return writeVirtApiStatus(res, internalError((err as Error).message));
   }

@@ -5,7 +5,7 @@
 // annotation Rancher >= 2.9.3 writes (Unix milliseconds of the token's expiresAt).
 import { parse, stringify } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { registerSecret } from '../../src/log/redact.js';
 import {
@@ -114,9 +114,9 @@ export async function saveHarvesterCloudCredential(
       metadata: { name: CLOUD_CREDENTIAL_NAMESPACE },
     });
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
-  const at = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: secret.metadata.name ?? '' };
+  const at = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: secret.metadata.name };
   const existing = await rancher.find<SecretObject>(Resources.secret, at);
   if (!existing) return rancher.create<SecretObject>(Resources.secret, secret);
   return rancher.update<SecretObject>(Resources.secret, {

@@ -14,7 +14,7 @@ import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/l
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isConflict } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import { SandboxResources } from '../capi/resources.js';
@@ -281,7 +281,7 @@ async function waitRunning(
     if (ready)
       return [...expected.keys()].flatMap((pool) =>
         byPool(pool)
-          .map((m) => m.metadata.name ?? '')
+          .map((m) => m.metadata.name)
           .sort()
           .map((machineName) => ({
             name: machineName,
@@ -315,7 +315,7 @@ async function notRunning(
       (c) => `${c.type}=${c.status}${c.message ? ` (${c.message.slice(0, 200)})` : ''}`,
     );
     const state = hm ? `ready=${String(hm.status?.ready ?? false)} ${conditions.join(', ')}` : 'missing';
-    return `${m.metadata.name ?? ''}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
+    return `${m.metadata.name}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
   };
   return `guest cluster ${spec.namespace}/${spec.name}: its Machines were not all Running within ${timeoutMs / 1000} s (${live.map(describe).join('; ') || 'none yet'})`;
 }
@@ -349,7 +349,7 @@ export async function scaleDownPool(
       });
       return;
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= 10) throw err;
+      if (!isConflict(err) || attempt >= 10) throw err;
     }
   }
 }

@@ -18,7 +18,7 @@ import {
   type LoadBalancer,
 } from '../../src/harvester/load-balancers.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 
@@ -103,7 +103,7 @@ export async function ensureGuestLoadBalancer(
   try {
     await harvester.create<GuestLoadBalancer>(Resources.loadBalancer, body);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
   return waitFor<GuestLoadBalancer>(harvester, {
     type: Resources.loadBalancer,
@@ -157,6 +157,6 @@ export async function ensureIpPool(
       },
     } as KubeObject);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }

@@ -3,7 +3,9 @@
 // KubeVirt's VM controller and VMI lifecycle (with virt-launcher pods and a kubelet stand-in
 // for them), Longhorn's binding,
 // and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
+import { formatKey, keyOf } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { Manager } from '../../src/kube/manager.js';
 import { Resources } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import {
@@ -25,7 +27,7 @@ import { vmiNetworkController } from './harvester/vmi-network-controller.js';
 import { sandboxKubelet } from './kubevirt/pods.js';
 import { kubevirtVmController } from './kubevirt/vm-controller.js';
 import { vmiLifecycle } from './kubevirt/vmi-lifecycle.js';
-import { SharedInformers, sleep, type Reconciler } from './runtime.js';
+import { SharedInformers } from './runtime.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
 export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
@@ -54,53 +56,63 @@ export interface StandIns {
   stop(): Promise<void>;
 }
 
+/** A stand-in's queues retry fast: a test waits on what they do. */
+const QUEUE_OPTIONS = { baseDelayMs: 100, maxDelayMs: 5_000, concurrency: 4 };
+/** How long the queues must stay drained for the stand-ins to count as idle. */
+const QUIET_MS = 150;
+
 export async function startStandIns(admin: KubeClient, options: StandInOptions = {}): Promise<StandIns> {
   const logger = options.logger ?? silentLogger;
-  const informers = new SharedInformers(admin, logger);
+  // A silent stream may be half-open (apiserver gone without a FIN): resume it after 60 s.
+  const manager = new Manager({
+    client: admin,
+    logger,
+    informerIdleTimeoutMs: 60_000,
+    queueDefaults: QUEUE_OPTIONS,
+  });
   const behaviour: Behaviour = {
     delays: { ...DEFAULT_DELAYS, ...options.delays },
     noIp: options.noIp ?? (() => false),
   };
-  const reconcilers: Reconciler[] = [];
   const faults = new Faults((key) => harvesterVm.enqueue(key));
-  const ctx: StandInContext = { client: admin, logger, informers, behaviour, faults };
+  const ctx: StandInContext = {
+    client: admin,
+    logger,
+    manager,
+    informers: new SharedInformers(manager),
+    behaviour,
+    faults,
+  };
 
   const harvesterVm = harvesterVmController(ctx);
-  const devices = pciDevicesStandIn(ctx, (key) => lifecycle.enqueue(key));
+  const devices = pciDevicesStandIn(ctx, (key) => lifecycle.enqueue(formatKey(key)));
   ctx.placement = devices.placement;
   const lifecycle = vmiLifecycle(ctx);
-  reconcilers.push(
-    ...devices.reconcilers,
-    harvesterVm,
-    harvesterPvcController(ctx),
-    vmiNetworkController(ctx),
-    keyPairController(ctx),
-    imageController(ctx),
-    longhornBinder(ctx),
-    kubevirtVmController(ctx),
-    lifecycle,
-    sandboxKubelet(ctx),
-    ...loadBalancerControllers(ctx),
-  );
+  harvesterPvcController(ctx);
+  vmiNetworkController(ctx);
+  keyPairController(ctx);
+  imageController(ctx);
+  longhornBinder(ctx);
+  kubevirtVmController(ctx);
+  sandboxKubelet(ctx);
+  loadBalancerControllers(ctx);
 
   await ensureDefaultStorageClass(admin);
   try {
-    await informers.start();
+    await manager.start();
   } catch (err) {
-    await informers.stop();
-    await Promise.all(reconcilers.map((r) => r.queue.stop()));
+    await manager.stop();
     throw err;
   }
-  logger.info('stand-in controllers started', { controllers: reconcilers.map((r) => r.name) });
+  logger.info('stand-in controllers started', { controllers: manager.controllers.map((c) => c.name) });
 
   return {
     configure(change) {
       if (change.delays) behaviour.delays = { ...behaviour.delays, ...change.delays };
       if (change.noIp) behaviour.noIp = change.noIp;
       // VMIs sleeping out the old delays look again with the new ones.
-      for (const vmi of informers.get(Resources.virtualMachineInstance).list()) {
-        lifecycle.enqueue(`${vmi.metadata.namespace ?? ''}/${vmi.metadata.name ?? ''}`);
-      }
+      for (const vmi of manager.cache({ type: Resources.virtualMachineInstance }).list())
+        lifecycle.enqueue(formatKey(keyOf(vmi)));
     },
     faults: {
       holdRemoval: (ns, vm) => faults.holdRemoval(ns, vm),
@@ -108,19 +120,9 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
       forgetVm: (ns, vm) => faults.forgetVm(ns, vm),
     },
     csi: csiStandIn(admin),
-    async idle() {
-      // Work begets work through watch events, which take a moment to arrive.
-      for (;;) {
-        const before = reconcilers.reduce((n, r) => n + r.processed, 0);
-        await Promise.all(reconcilers.map((r) => r.queue.idle()));
-        await sleep(150);
-        const after = reconcilers.reduce((n, r) => n + r.processed, 0);
-        if (after === before && reconcilers.every((r) => r.queue.length === 0)) return;
-      }
-    },
+    idle: () => manager.settled(QUIET_MS),
     async stop() {
-      await informers.stop();
-      await Promise.all(reconcilers.map((r) => r.queue.stop()));
+      await manager.stop();
       logger.info('stand-in controllers stopped');
     },
   };

@@ -15,8 +15,8 @@ function meta(
   m: ObjectMeta,
   keep: { labels?: boolean; annotations?: boolean | string[]; owners?: boolean } = {},
 ): ObjectMeta {
-  const out: ObjectMeta = {};
-  for (const k of ['name', 'namespace', 'uid', 'resourceVersion', 'deletionTimestamp'] as const)
+  const out: ObjectMeta = { name: m.name };
+  for (const k of ['namespace', 'uid', 'resourceVersion', 'deletionTimestamp'] as const)
     if (m[k] !== undefined) out[k] = m[k];
   if (keep.labels && m.labels) out.labels = m.labels;
   if (keep.owners && m.ownerReferences) out.ownerReferences = m.ownerReferences;

@@ -1,6 +1,7 @@
 // Credential health: each Harvester cloud credential's state (probe + recorded expiry),
 // Events on the credential and on everything that references it when it turns bad, and
 // per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
+import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import type { ReconcileResult } from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
@@ -80,9 +81,9 @@ export class CredentialMonitor {
       : undefined;
   }
 
-  async reconcileCredential(key: string): Promise<ReconcileResult> {
-    const [namespace = '', name = ''] = key.split('/');
-    const secret = this.deps.caches.credentials.get(namespace, name);
+  async reconcileCredential(secretKey: ObjectKey): Promise<ReconcileResult> {
+    const key = formatKey(secretKey);
+    const secret = this.deps.caches.credentials.get(secretKey);
     const previous = this.records.get(key);
     if (!secret || !isHarvesterCredential(secret)) {
       if (previous) {
@@ -124,7 +125,7 @@ export class CredentialMonitor {
       version,
     });
     if (previous?.health.state !== health.state) {
-      this.reportTransition(key, secret.metadata.name ?? '', health);
+      this.reportTransition(secretKey, health);
       this.deps.enqueueClusters(this.referencingClusters(key));
     }
     this.publish();
@@ -135,7 +136,7 @@ export class CredentialMonitor {
   private async probe(
     secret: Parameters<HarvesterClients['forSecret']>[0],
   ): Promise<{ probe: ProbeResult; problem?: string }> {
-    const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
+    const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
     try {
       const client = this.deps.harvester.forSecret(secret);
       if (!client) return { probe: 'unreachable' };
@@ -171,7 +172,9 @@ export class CredentialMonitor {
       .map((c) => `${c.cluster.namespace}/${c.cluster.name}`);
   }
 
-  private reportTransition(key: string, name: string, health: CredentialHealth): void {
+  private reportTransition(secretKey: ObjectKey, health: CredentialHealth): void {
+    const key = formatKey(secretKey);
+    const { name } = secretKey;
     if (!REPORTED.has(health.state)) return;
     const reason =
       health.state === 'expiring-soon'
@@ -181,7 +184,7 @@ export class CredentialMonitor {
           : health.state === 'invalid'
             ? Reasons.credentialInvalid
             : Reasons.credentialRejected;
-    const secret = this.deps.caches.credentials.get(key.split('/')[0] ?? '', name);
+    const secret = this.deps.caches.credentials.get(secretKey);
     if (!secret) return;
     const refs = collectReferences(
       this.deps.caches.provisioningClusters.list(),
@@ -205,12 +208,11 @@ export class CredentialMonitor {
       const [kind, target] = r.referrer.startsWith('HarvesterMachine ')
         ? [
             Resources.harvesterMachine,
-            this.deps.caches.harvesterMachines.get(r.cluster.namespace, r.referrer.split('/').pop() ?? ''),
+            this.deps.caches.harvesterMachines.get(
+              objectKey(r.cluster.namespace, r.referrer.split('/').pop() ?? ''),
+            ),
           ]
-        : [
-            Resources.provisioningCluster,
-            this.deps.caches.provisioningClusters.get(r.cluster.namespace, r.cluster.name),
-          ];
+        : [Resources.provisioningCluster, this.deps.caches.provisioningClusters.get(r.cluster)];
       if (target)
         this.deps.events.record(
           kind,
@@ -223,9 +225,10 @@ export class CredentialMonitor {
   }
 
   /** Per provisioning cluster: expired pool/machine credentials next to a valid cluster credential. */
-  reconcileCluster(key: string): void {
-    const [namespace = '', name = ''] = key.split('/');
-    const cluster = this.deps.caches.provisioningClusters.get(namespace, name);
+  reconcileCluster(clusterKey: ObjectKey): void {
+    const key = formatKey(clusterKey);
+    const { namespace } = clusterKey;
+    const cluster = this.deps.caches.provisioningClusters.get(clusterKey);
     if (!cluster) {
       if (this.mismatches.delete(key)) this.publish();
       return;

@@ -16,7 +16,15 @@ import {
   type LoadBalancer,
 } from '../harvester/load-balancers.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
+import {
+  isConflict,
+  isCredentialRejected,
+  isForbidden,
+  isNotFound,
+  type KubeClient,
+  type ReconcileResult,
+} from '../kube/index.js';
+import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
@@ -127,13 +135,12 @@ export class LoadBalancerCleanup {
     return (this.deps.now ?? Date.now)();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult> {
-    const slash = key.indexOf('/');
-    const namespace = key.slice(0, slash);
-    const cluster = key.slice(slash + 1);
+  async reconcile(clusterKey: ObjectKey): Promise<ReconcileResult> {
+    const key = formatKey(clusterKey);
+    const { namespace, name: cluster } = clusterKey;
     const { caches } = this.deps;
-    const capi = caches.capiClusters.get(namespace, cluster);
-    const prov = caches.provisioningClusters.get(namespace, cluster);
+    const capi = caches.capiClusters.get(clusterKey);
+    const prov = caches.provisioningClusters.get(clusterKey);
     if (capi || prov) {
       const deleting = [prov, capi].find((o) => o?.metadata.deletionTimestamp);
       if (!deleting) {
@@ -199,12 +206,12 @@ export class LoadBalancerCleanup {
       notBefore: 0,
     };
     pending.subject = subject;
-    const prov = this.deps.caches.provisioningClusters.get(namespace, cluster);
+    const prov = this.deps.caches.provisioningClusters.get(objectKey(namespace, cluster));
     for (const hm of this.machinesOf(namespace, cluster)) {
       const pool = findMachinePool({
         cluster: prov,
         machineLabels: hm.metadata.labels,
-        machineName: hm.metadata.name ?? '',
+        machineName: hm.metadata.name,
       });
       const candidates = credentialCandidates({ cluster: prov, pool: pool?.pool, harvesterMachine: hm });
       const vmNamespace = hm.spec?.vmNamespace || 'default';
@@ -275,7 +282,7 @@ export class LoadBalancerCleanup {
     const { caches, harvester } = this.deps;
     const resolved = target.candidates.map((c) => ({
       ...c,
-      secret: caches.credentials.get(c.ref.namespace, c.ref.name),
+      secret: caches.credentials.get(c.ref),
     }));
     const usable = usableCandidates(resolved, (c) =>
       c.secret ? (harvesterClusterId(c.secret) ?? undefined) : null,
@@ -298,8 +305,7 @@ export class LoadBalancerCleanup {
         return await this.cleanWith(client, pending, target.vmNamespace);
       } catch (err) {
         failures.push(describeFailure(err, label, c.secret, this.now()));
-        if (err instanceof KubeError && err.kind === 'CredentialRejected')
-          this.deps.onCredentialRejected(formatSecretRef(c.ref));
+        if (isCredentialRejected(err)) this.deps.onCredentialRejected(formatSecretRef(c.ref));
       }
     }
     const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');
@@ -377,10 +383,10 @@ async function listLoadBalancers(
 ): Promise<LoadBalancer[] | 'not-served'> {
   try {
     const list = await client.list<KubeObject>(Resources.loadBalancer, { namespace });
-    return list.items as unknown as LoadBalancer[];
+    return list.items;
   } catch (err) {
     // A Harvester without the load balancer add-on serves no such resource.
-    if (err instanceof KubeError && err.kind === 'NotFound') return 'not-served';
+    if (isNotFound(err)) return 'not-served';
     throw err;
   }
 }
@@ -393,7 +399,7 @@ async function readServerVersion(client: KubeClient): Promise<string | undefined
     return s?.value || s?.default || undefined;
   } catch (err) {
     // Not allowed to read it: decided as for an unknown version (delete what is left).
-    if (err instanceof KubeError && err.kind === 'Forbidden') return undefined;
+    if (isForbidden(err)) return undefined;
     throw err;
   }
 }
@@ -407,7 +413,7 @@ async function deleteLoadBalancer(client: KubeClient, lb: LoadBalancer): Promise
       lb.metadata.uid ? { preconditions: { uid: lb.metadata.uid } } : {},
     );
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Conflict') return false;
+    if (isConflict(err)) return false;
     throw err;
   }
 }

@@ -2,7 +2,7 @@
 // it touches, every call through the one KubeClient, and a rejected credential turned
 // into CredentialRejectedError at this single place (so no operation can forget it).
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
-import { KubeError } from '../kube/errors.js';
+import { isCredentialRejected } from '../kube/errors.js';
 import {
   Resources,
   describeOperation,
@@ -76,8 +76,7 @@ export class HarvesterApi {
     try {
       return await call();
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'CredentialRejected')
-        throw credentialRejected(err, this.source, new Date(), this.changes);
+      if (isCredentialRejected(err)) throw credentialRejected(err, this.source, new Date(), this.changes);
       throw err;
     }
   }

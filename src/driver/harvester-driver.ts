@@ -33,7 +33,7 @@ import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import type { RemovalPlan } from '../harvester/removal-plan.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
 import type { ObjectMeta } from '../harvester/types.js';
-import { KubeError } from '../kube/errors.js';
+import { isKubeError } from '../kube/errors.js';
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 
@@ -196,8 +196,7 @@ export class HarvesterDriver implements MachineDriver {
         ]);
         return { loadBalancers, vms, serverVersion: setting?.value || setting?.default || undefined };
       } catch (err) {
-        if (err instanceof KubeError && (err.kind === 'Forbidden' || err.kind === 'NotFound'))
-          return { notListed: err.message };
+        if (isKubeError(err, 'Forbidden', 'NotFound')) return { notListed: err.message };
         throw err;
       }
     });

@@ -207,7 +207,7 @@ function diskParts(cfg: GoDriverConfig, ctx: VmBuildContext): DiskParts {
     parts.disks.push(disk);
 
     const claimName = pvcName(cfg.MachineName, d.name, ctx.random());
-    const template: PersistentVolumeClaim = { metadata: { name: claimName } };
+    const template: PersistentVolumeClaim = { metadata: { name: claimName }, spec: {} };
     let storageClassName = d.storageClassName;
     if (d.imageName !== '') {
       const image = namespacedName(d.imageName, cfg.VMNamespace);

@@ -3,12 +3,20 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describeCredential } from './credential.js';
 import { kubeConfigFromText, type LoadedKubeconfig } from './kubeconfig-loading.js';
-import { KubeError, isKubeError, isRetryable, type CredentialDescription } from './errors.js';
+import {
+  ignoreNotFound,
+  isKubeError,
+  isNotFound,
+  isRetryable,
+  KubeError,
+  type CredentialDescription,
+} from './errors.js';
 import {
   apiVersionOf,
   describeOperation,
   resourcePath,
   type KubeObject,
+  type NewObject,
   type ObjectList,
   type ObjectPath,
   type ResourceType,
@@ -175,7 +183,7 @@ export class KubeClient {
    * whose connection broke mid-stream counts too.
    */
   private noteOutage(err: unknown): void {
-    if (err instanceof KubeError && (err.kind === 'Unreachable' || err.kind === 'ServerError')) {
+    if (isKubeError(err, 'Unreachable', 'ServerError')) {
       this.lastOutageAt = Date.now();
     }
   }
@@ -187,9 +195,7 @@ export class KubeClient {
   isTransient(err: unknown): boolean {
     if (isRetryable(err)) return true;
     return (
-      err instanceof KubeError &&
-      (err.kind === 'CredentialRejected' || err.kind === 'Forbidden') &&
-      Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
+      isKubeError(err, 'CredentialRejected', 'Forbidden') && Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
     );
   }
 
@@ -216,12 +222,7 @@ export class KubeClient {
     type: ResourceType,
     at: { namespace?: string; name: string },
   ): Promise<T | undefined> {
-    try {
-      return await this.get<T>(type, at);
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      throw err;
-    }
+    return this.get<T>(type, at).catch(ignoreNotFound);
   }
 
   list<T extends KubeObject>(type: ResourceType, opts: ListOptions = {}): Promise<ObjectList<T>> {
@@ -246,7 +247,7 @@ export class KubeClient {
    */
   async create<T extends KubeObject>(
     type: ResourceType,
-    obj: T,
+    obj: T | NewObject<T>,
     namespace = obj.metadata.namespace,
   ): Promise<T> {
     const at = namespace !== undefined ? { namespace } : {};
@@ -275,7 +276,7 @@ export class KubeClient {
   update<T extends KubeObject>(type: ResourceType, obj: T, subresource?: 'status'): Promise<T> {
     const at: ObjectPath = {
       ...(obj.metadata.namespace !== undefined ? { namespace: obj.metadata.namespace } : {}),
-      name: obj.metadata.name ?? '',
+      name: obj.metadata.name,
       ...(subresource ? { subresource } : {}),
     };
     const refused = nameless(describeOperation('update', type, at), at.name);
@@ -336,7 +337,7 @@ export class KubeClient {
       });
       return answer.kind === type.kind && 'metadata' in answer ? answer : 'deleted';
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return 'gone';
+      if (isNotFound(err)) return 'gone';
       throw err;
     }
   }

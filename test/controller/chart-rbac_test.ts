@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { parseConfig } from '../../src/controller/config.js';
-import { run, type Running } from '../../src/controller/main.js';
+import { run, type Running } from '../../src/controller/process-main.js';
 import { Resources } from '../../src/kube/resources.js';
 import { createLogger } from '../../src/log/logger.js';
 import { tokenKubeconfig } from '../../sandbox/control-plane/access.js';

@@ -10,21 +10,17 @@
 // - vGPUs only as a fixed offer of the sandbox node (SANDBOX_VGPUS);
 // - the VM controller: `harvesterhci.io/deviceAllocationDetails` on the VM of a Running VMI,
 //   the PCI devices its pod was given.
+import { keyOf, objectKey, type ObjectKey } from '../../../src/api/object-key.js';
+import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { ExtraResources, Labels, SANDBOX_NODE } from '../names.js';
-import { Reconciler, keyOf } from '../runtime.js';
+
 import type { Pod, VirtualMachine, VirtualMachineInstance } from '../types.js';
-import {
-  mergePatchWithRetry,
-  patchFinalizers,
-  refOf,
-  updateWithRetry,
-  withFinalizer,
-  withoutFinalizer,
-} from '../writes.js';
+import { mergePatchWithRetry, refOf } from '../writes.js';
 import { POD_SELECTOR, LAUNCHER } from '../kubevirt/pods.js';
-import { ANNOTATION_PCI_DEVICE_DRIVER, SANDBOX_VGPUS } from './device-discovery.js';
+import { SANDBOX_VGPUS } from './device-discovery.js';
+import { deviceClaimControllers } from './device-claims.js';
 import type {
   PciDeviceClaimObject,
   PciDeviceObject,
@@ -32,17 +28,17 @@ import type {
   UsbDeviceObject,
 } from './device-types.js';
 
-export const VFIO_PCI = 'vfio-pci';
+export { FINALIZER_PCI_CLAIM, FINALIZER_USB_CLAIM, VFIO_PCI } from './device-claims.js';
 export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDetails';
-/** wrangler's OnRemove handlers "PCIDeviceClaimOnRemove" and "usbClaimClient-device-claim-remove". */
-export const FINALIZER_PCI_CLAIM = 'wrangler.cattle.io/PCIDeviceClaimOnRemove';
-export const FINALIZER_USB_CLAIM = 'wrangler.cattle.io/usbClaimClient-device-claim-remove';
 
 /** What the scheduler and the kubelet's device manager decide for launcher pods. */
 export interface Placement {
   /** Why the pod cannot be bound to the sandbox node now, as kube-scheduler words it; undefined when it fits. */
   unschedulable(pod: Pod): string | undefined;
 }
+
+/** The scheduling controller's one key: it looks at every waiting VMI. */
+const EVERY_WAITING_VMI = objectKey('', 'all');
 
 const NOT_DEVICES = new Set(['cpu', 'memory', 'ephemeral-storage', 'pods']);
 
@@ -60,127 +56,21 @@ export function deviceRequests(pod: Pod): Map<string, number> {
 }
 
 export interface DeviceStandIns {
-  reconcilers: Reconciler[];
+  controllers: Controller[];
   placement: Placement;
 }
 
-export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string) => void): DeviceStandIns {
+export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: ObjectKey) => void): DeviceStandIns {
   const { client } = ctx;
-  const devices = ctx.informers.get<PciDeviceObject>(Resources.pciDevice);
-  const claims = ctx.informers.get<PciDeviceClaimObject>(Resources.pciDeviceClaim);
-  const usbDevices = ctx.informers.get<UsbDeviceObject>(Resources.usbDevice);
-  const usbClaims = ctx.informers.get<UsbDeviceClaimObject>(Resources.usbDeviceClaim);
-  const pods = ctx.informers.get<Pod>(ExtraResources.pod, POD_SELECTOR);
-  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
-  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
+  const devices = ctx.manager.cache<PciDeviceObject>({ type: Resources.pciDevice });
+  const claims = ctx.manager.cache<PciDeviceClaimObject>({ type: Resources.pciDeviceClaim });
+  const usbDevices = ctx.manager.cache<UsbDeviceObject>({ type: Resources.usbDevice });
+  const usbClaims = ctx.manager.cache<UsbDeviceClaimObject>({ type: Resources.usbDeviceClaim });
+  const pods = ctx.manager.cache<Pod>({ type: ExtraResources.pod, labelSelector: POD_SELECTOR });
+  const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
+  const vms = ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine });
 
-  const pciClaimController = new Reconciler(
-    'pcidevices-claim',
-    async (key) => {
-      const claim = claims.get(key);
-      if (!claim) return;
-      // The real controller finds the device through the claim's first owner reference.
-      const deviceName = claim.metadata.ownerReferences?.[0]?.name;
-      const device = deviceName ? devices.get(deviceName) : undefined;
-      if (claim.metadata.deletionTimestamp) {
-        if (device) {
-          const original = device.metadata.annotations?.[ANNOTATION_PCI_DEVICE_DRIVER] ?? '';
-          await updateWithRetry(
-            client,
-            Resources.pciDevice,
-            device,
-            refOf(device),
-            (d) =>
-              d.status?.kernelDriverInUse === original
-                ? undefined
-                : { ...d, status: { ...d.status, kernelDriverInUse: original } },
-            'status',
-          );
-        }
-        await patchFinalizers(client, Resources.pciDeviceClaim, claim, withoutFinalizer(FINALIZER_PCI_CLAIM));
-        return;
-      }
-      await patchFinalizers(client, Resources.pciDeviceClaim, claim, withFinalizer(FINALIZER_PCI_CLAIM));
-      // "Cannot find PCIDevice that owns <claim>": the claim stays as it is, never enabled.
-      if (!device) return;
-      const before = device.status?.kernelDriverInUse ?? '';
-      if (before !== VFIO_PCI) {
-        await updateWithRetry(
-          client,
-          Resources.pciDevice,
-          device,
-          refOf(device),
-          (d) =>
-            d.status?.kernelDriverInUse === VFIO_PCI
-              ? undefined
-              : { ...d, status: { ...d.status, kernelDriverInUse: VFIO_PCI } },
-          'status',
-        );
-      }
-      await updateWithRetry<PciDeviceClaimObject>(
-        client,
-        Resources.pciDeviceClaim,
-        undefined,
-        refOf(claim),
-        (c) =>
-          c.status?.passthroughEnabled
-            ? undefined
-            : { ...c, status: { passthroughEnabled: true, kernelDriverToUnbind: before } },
-        'status',
-      );
-    },
-    ctx.logger.child({ controller: 'pcidevices-claim' }),
-  ).watch(claims);
-
-  const usbClaimController = new Reconciler(
-    'pcidevices-usb-claim',
-    async (key) => {
-      const claim = usbClaims.get(key);
-      if (!claim) return;
-      const device = usbDevices.get(claim.metadata.name ?? '');
-      const setEnabled = async (enabled: boolean): Promise<void> => {
-        if (!device) return;
-        await updateWithRetry(
-          client,
-          Resources.usbDevice,
-          device,
-          refOf(device),
-          (d) =>
-            d.status?.enabled === enabled
-              ? undefined
-              : { ...d, status: { ...d.status, enabled, ...(enabled ? { status: '', message: '' } : {}) } },
-          'status',
-        );
-      };
-      if (claim.metadata.deletionTimestamp) {
-        await setEnabled(false);
-        await patchFinalizers(client, Resources.usbDeviceClaim, claim, withoutFinalizer(FINALIZER_USB_CLAIM));
-        return;
-      }
-      await patchFinalizers(client, Resources.usbDeviceClaim, claim, withFinalizer(FINALIZER_USB_CLAIM));
-      // "usb device claim <name> has no owner reference": an error, retried, never enabled.
-      if (!claim.metadata.ownerReferences?.length || !device) return;
-      await setEnabled(true);
-      await updateWithRetry<UsbDeviceClaimObject>(
-        client,
-        Resources.usbDeviceClaim,
-        undefined,
-        refOf(claim),
-        (c) =>
-          c.status?.nodeName === device.status?.nodeName && c.status?.pciAddress === device.status?.pciAddress
-            ? undefined
-            : {
-                ...c,
-                status: {
-                  nodeName: device.status?.nodeName ?? '',
-                  pciAddress: device.status?.pciAddress ?? '',
-                },
-              },
-        'status',
-      );
-    },
-    ctx.logger.child({ controller: 'pcidevices-usb-claim' }),
-  ).watch(usbClaims);
+  const claimControllers = deviceClaimControllers(ctx, { devices, claims, usbDevices, usbClaims });
 
   /** Each node resource and the devices behind it that the device plugins offer. */
   function offered(node: string): Map<string, string[]> {
@@ -205,7 +95,7 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
   const isLauncher = (p: Pod): boolean => p.metadata.labels?.[Labels.kubevirtApp] === LAUNCHER;
   const byAge = (a: Pod, b: Pod): number =>
     (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-    (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+    a.metadata.name.localeCompare(b.metadata.name);
 
   /** The kubelet's device manager: bound pods get free devices of each resource, oldest pod first. */
   function allocations(node: string, except?: string): Map<string, Map<string, string[]>> {
@@ -240,57 +130,59 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
   };
 
   // Any change of what the nodes offer, or a pod going, may let a waiting launcher pod fit.
-  const scheduler = new Reconciler(
-    'pcidevices-scheduling',
-    () => {
-      for (const vmi of vmis.list((v) => v.status?.phase === 'Scheduling' || v.status?.phase === 'Pending'))
-        requeueVmi(keyOf(vmi.metadata.namespace, vmi.metadata.name));
-      return Promise.resolve();
-    },
-    ctx.logger.child({ controller: 'pcidevices-scheduling' }),
-  )
-    .watch(claims, () => 'all')
-    .watch(usbDevices, () => 'all')
-    .watch(devices, () => 'all')
-    .watch(pods, (e) => (e.type === 'DELETED' ? 'all' : undefined));
+  const scheduler = ctx.manager
+    .controller('pcidevices-scheduling', {
+      reconcile: () => {
+        for (const vmi of vmis.list((v) => v.status?.phase === 'Scheduling' || v.status?.phase === 'Pending'))
+          requeueVmi(keyOf(vmi));
+        return Promise.resolve();
+      },
+      logger: ctx.logger.child({ controller: 'pcidevices-scheduling' }),
+    })
+    .watch(claims, () => EVERY_WAITING_VMI)
+    .watch(usbDevices, () => EVERY_WAITING_VMI)
+    .watch(devices, () => EVERY_WAITING_VMI)
+    .watch(pods, (e) => (e.type === 'DELETED' ? EVERY_WAITING_VMI : undefined));
 
-  const allocationRecorder = new Reconciler(
-    'pcidevices-vm',
-    async (key) => {
-      const vmi = vmis.get(key);
-      const vm = vms.get(key);
-      if (!vmi || !vm || vmi.metadata.deletionTimestamp || vmi.status?.phase !== 'Running') return;
-      const hostDevices =
-        (vmi.spec.domain.devices?.hostDevices as Array<{ deviceName?: string }> | undefined) ?? [];
-      let record: string | undefined;
-      if (hostDevices.length > 0) {
-        const launcher = pods.list(
-          (p) => isLauncher(p) && p.metadata.labels?.[Labels.createdBy] === vmi.metadata.uid,
-        )[0];
-        if (!launcher?.spec.nodeName) return;
-        const given =
-          allocations(launcher.spec.nodeName).get(launcher.metadata.uid ?? '') ?? new Map<string, string[]>();
-        const pciNames = new Set(devices.list().map((d) => d.metadata.name));
-        // Only PCI devices are recorded (the controller reads the pod's PCI_RESOURCE_* variables).
-        const pci = [...given]
-          .map(([resource, names]) => [resource, names.filter((n) => pciNames.has(n))] as const)
-          .filter(([, names]) => names.length > 0)
-          .sort(([a], [b]) => a.localeCompare(b));
-        if (pci.length > 0) record = JSON.stringify({ hostdevices: Object.fromEntries(pci) });
-      }
-      const current = vm.metadata.annotations?.[ANNOTATION_DEVICE_ALLOCATION];
-      if (current === record || (record === undefined && current === undefined)) return;
-      await mergePatchWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) =>
-        fresh.metadata.annotations?.[ANNOTATION_DEVICE_ALLOCATION] === record
-          ? undefined
-          : { metadata: { annotations: { [ANNOTATION_DEVICE_ALLOCATION]: record ?? null } } },
-      );
-    },
-    ctx.logger.child({ controller: 'pcidevices-vm' }),
-  ).watch(vmis);
+  const allocationRecorder = ctx.manager
+    .controller('pcidevices-vm', {
+      reconcile: async (key) => {
+        const vmi = vmis.get(key);
+        const vm = vms.get(key);
+        if (!vmi || !vm || vmi.metadata.deletionTimestamp || vmi.status?.phase !== 'Running') return;
+        const hostDevices =
+          (vmi.spec.domain.devices?.hostDevices as Array<{ deviceName?: string }> | undefined) ?? [];
+        let record: string | undefined;
+        if (hostDevices.length > 0) {
+          const launcher = pods.list(
+            (p) => isLauncher(p) && p.metadata.labels?.[Labels.createdBy] === vmi.metadata.uid,
+          )[0];
+          if (!launcher?.spec.nodeName) return;
+          const given =
+            allocations(launcher.spec.nodeName).get(launcher.metadata.uid ?? '') ??
+            new Map<string, string[]>();
+          const pciNames = new Set(devices.list().map((d) => d.metadata.name));
+          // Only PCI devices are recorded (the controller reads the pod's PCI_RESOURCE_* variables).
+          const pci = [...given]
+            .map(([resource, names]) => [resource, names.filter((n) => pciNames.has(n))] as const)
+            .filter(([, names]) => names.length > 0)
+            .sort(([a], [b]) => a.localeCompare(b));
+          if (pci.length > 0) record = JSON.stringify({ hostdevices: Object.fromEntries(pci) });
+        }
+        const current = vm.metadata.annotations?.[ANNOTATION_DEVICE_ALLOCATION];
+        if (current === record || (record === undefined && current === undefined)) return;
+        await mergePatchWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) =>
+          fresh.metadata.annotations?.[ANNOTATION_DEVICE_ALLOCATION] === record
+            ? undefined
+            : { metadata: { annotations: { [ANNOTATION_DEVICE_ALLOCATION]: record ?? null } } },
+        );
+      },
+      logger: ctx.logger.child({ controller: 'pcidevices-vm' }),
+    })
+    .watch(vmis);
 
   return {
-    reconcilers: [pciClaimController, usbClaimController, scheduler, allocationRecorder],
+    controllers: [...claimControllers, scheduler, allocationRecorder],
     placement,
   };
 }

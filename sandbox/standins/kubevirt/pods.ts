@@ -5,6 +5,7 @@
 // these pods only: it reports a bound pod Running and Ready, and finishes the deletion
 // of a pod marked for deletion (a real kubelet confirms it with a zero grace period).
 import type { KubeClient } from '../../../src/kube/client.js';
+import type { NewObject } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Annotations, ExtraResources, LAUNCHER_IMAGE, Labels, SANDBOX_NODE } from '../names.js';
 import { Reconciler, nowIso } from '../runtime.js';
@@ -29,8 +30,8 @@ function deviceResources(vmi: VirtualMachineInstance): Record<string, string> {
   return Object.fromEntries([...counts].map(([r, n]) => [r, String(n)]));
 }
 
-export function launcherPodFor(vmi: VirtualMachineInstance): Pod {
-  const name = vmi.metadata.name ?? '';
+export function launcherPodFor(vmi: VirtualMachineInstance): NewObject<Pod> {
+  const name = vmi.metadata.name;
   const devices = deviceResources(vmi);
   const compute = {
     name: 'compute',
@@ -74,7 +75,7 @@ export function launcherPodFor(vmi: VirtualMachineInstance): Pod {
   };
 }
 
-export function attachmentPodFor(launcher: Pod, volumeName: string, claimName: string): Pod {
+export function attachmentPodFor(launcher: Pod, volumeName: string, claimName: string): NewObject<Pod> {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -86,7 +87,7 @@ export function attachmentPodFor(launcher: Pod, volumeName: string, claimName: s
         {
           apiVersion: 'v1',
           kind: 'Pod',
-          name: launcher.metadata.name ?? '',
+          name: launcher.metadata.name,
           uid: launcher.metadata.uid ?? '',
           controller: true,
           blockOwnerDeletion: true,
@@ -111,7 +112,7 @@ function withoutNodeLabel(labels: Record<string, string> | undefined): Record<st
 /** What kube-scheduler does once the pod fits: a Binding to the node. */
 export async function bindToNode(client: KubeClient, pod: Pod): Promise<void> {
   const ns = encodeURIComponent(pod.metadata.namespace ?? '');
-  const name = pod.metadata.name ?? '';
+  const name = pod.metadata.name;
   await client.call<unknown>({
     method: 'POST',
     path: `/api/v1/namespaces/${ns}/pods/${encodeURIComponent(name)}/binding`,

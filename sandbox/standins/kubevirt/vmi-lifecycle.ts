@@ -4,7 +4,7 @@
 // Ready) -> Running (domain interfaces, disk targets) -> addresses from the guest agent.
 // Hot-plugged volumes get an attachment pod and their volumeStatus phases. A deleted VMI
 // shuts down, turns final, its pods go, and virt-controller's finalizer is removed.
-import { Resources } from '../../../src/kube/resources.js';
+import { Resources, type NewObject } from '../../../src/kube/resources.js';
 import type { ReconcileResult } from '../../../src/kube/work-queue.js';
 import type { StandInContext } from '../context.js';
 import { ExtraResources, Finalizers, LAUNCHER_IMAGE, Labels } from '../names.js';
@@ -44,7 +44,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
   /** Pods created but not yet in the cache: never create them twice (virt-controller's expectations). */
   const created = new Map<string, number>();
 
-  async function createOnce(id: string, pod: Pod): Promise<Pod | undefined> {
+  async function createOnce(id: string, pod: NewObject<Pod>): Promise<Pod | undefined> {
     const at = created.get(id);
     if (at !== undefined && Date.now() - at < EXPECTATION_TTL_MS) return undefined;
     const made = await client.create<Pod>(ExtraResources.pod, pod);
@@ -229,7 +229,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
   async function running(vmi: VirtualMachineInstance, launcher: Pod | undefined): Promise<ReconcileResult> {
     if (!launcher || launcher.metadata.deletionTimestamp) return void (await moveTo(vmi, 'Failed'));
     await syncAttachmentPods(vmi, launcher);
-    const owner = { namespace: vmi.metadata.namespace ?? '', name: vmi.metadata.name ?? '' };
+    const owner = { namespace: vmi.metadata.namespace ?? '', name: vmi.metadata.name };
     const agentWait = ctx.behaviour.noIp(owner)
       ? Infinity
       : remaining(vmi, 'Running', ctx.behaviour.delays.guestAgentMs);
@@ -325,6 +325,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
         case 'Succeeded':
         case 'Failed':
         case 'Unknown':
+        case 'WaitingForSync':
           return undefined;
       }
     },

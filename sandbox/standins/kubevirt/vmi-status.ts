@@ -75,7 +75,7 @@ export interface VolumeWorld {
 /** virt-controller's updateVolumeStatus plus virt-handler's hot-plug phases, sorted by name. */
 export function volumeStatuses(vmi: VirtualMachineInstance, world: VolumeWorld): VolumeStatus[] {
   const old = new Map((vmi.status?.volumeStatus ?? []).map((s) => [s.name, s]));
-  const used = [...old.values()].map((s) => s.target).filter((t) => t !== '');
+  const used = [...old.values()].map((s) => s.target ?? '').filter((t) => t !== '');
   const next: VolumeStatus[] = [];
   for (const volume of vmi.spec.volumes ?? []) {
     const prior = old.get(volume.name);
@@ -106,7 +106,7 @@ export function volumeStatuses(vmi: VirtualMachineInstance, world: VolumeWorld):
       ...(pod.metadata.deletionTimestamp
         ? {
             reason: 'SuccessfulDelete',
-            message: `Deleted hotplug attachment pod ${pod.metadata.name ?? ''}, for volume ${name}`,
+            message: `Deleted hotplug attachment pod ${pod.metadata.name}, for volume ${name}`,
           }
         : {}),
     });
@@ -131,7 +131,7 @@ function hotplugStatus(
         : ['Pending', 'PVCNotReady', 'PVC is in phase ClaimPending'];
     return { ...next, phase, reason, message };
   }
-  const podName = pod.metadata.name ?? '';
+  const podName = pod.metadata.name;
   const ready =
     pod.status?.containerStatuses?.length === 1 && pod.status.containerStatuses[0]?.ready === true;
   next.hotplugVolume = { attachPodName: podName, ...(ready ? { attachPodUID: pod.metadata.uid ?? '' } : {}) };

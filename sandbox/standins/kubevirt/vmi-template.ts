@@ -14,7 +14,7 @@ export function vmiForVm(vm: VirtualMachine): VirtualMachineInstance {
     kind: 'VirtualMachineInstance',
     metadata: {
       ...metadata,
-      name: vm.metadata.name ?? '',
+      name: vm.metadata.name,
       namespace: vm.metadata.namespace ?? '',
       ...(template.metadata?.labels ? { labels: template.metadata.labels } : {}),
       annotations: {
@@ -27,7 +27,7 @@ export function vmiForVm(vm: VirtualMachine): VirtualMachineInstance {
         {
           apiVersion: 'kubevirt.io/v1',
           kind: 'VirtualMachine',
-          name: vm.metadata.name ?? '',
+          name: vm.metadata.name,
           uid: vm.metadata.uid ?? '',
           controller: true,
           blockOwnerDeletion: true,

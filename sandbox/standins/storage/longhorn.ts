@@ -3,13 +3,15 @@
 // provisioned by driver.longhorn.io becomes Bound with the requested capacity, and a
 // larger request is expanded online. Claims of other classes stay Pending, as they would.
 // Also installs the `harvester-longhorn` default StorageClass Harvester's chart ships.
+import { keyOf, objectKey } from '../../../src/api/object-key.js';
 import type { KubeClient } from '../../../src/kube/client.js';
 import { isKubeError } from '../../../src/kube/errors.js';
+import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Annotations, DEFAULT_STORAGE_CLASS, LONGHORN_PROVISIONER } from '../names.js';
 import { compareQuantities } from '../quantity.js';
-import { Reconciler } from '../runtime.js';
+
 import type { PersistentVolumeClaim, StorageClass } from '../types.js';
 import { refOf, updateWithRetry } from '../writes.js';
 
@@ -43,49 +45,50 @@ export async function ensureDefaultStorageClass(client: KubeClient): Promise<voi
   }
 }
 
-export function longhornBinder(ctx: StandInContext): Reconciler {
-  const pvcs = ctx.informers.get<PersistentVolumeClaim>(Resources.pvc);
-  const classes = ctx.informers.get<StorageClass>(Resources.storageClass);
+export function longhornBinder(ctx: StandInContext): Controller {
+  const pvcs = ctx.manager.cache<PersistentVolumeClaim>({ type: Resources.pvc });
+  const classes = ctx.manager.cache<StorageClass>({ type: Resources.storageClass });
 
   const provisionedByLonghorn = (pvc: PersistentVolumeClaim): boolean => {
     const name = pvc.spec.storageClassName;
-    return name !== undefined && classes.get(name)?.provisioner === LONGHORN_PROVISIONER;
+    return name !== undefined && classes.get(objectKey('', name))?.provisioner === LONGHORN_PROVISIONER;
   };
 
-  const reconciler = new Reconciler(
-    'longhorn',
-    async (key) => {
-      const cached = pvcs.get(key);
-      if (!cached || cached.metadata.deletionTimestamp || !provisionedByLonghorn(cached)) return;
-      await updateWithRetry(
-        ctx.client,
-        Resources.pvc,
-        cached,
-        refOf(cached),
-        (pvc) => {
-          const requested = pvc.spec.resources?.requests?.storage;
-          if (!requested) return undefined;
-          const capacity = pvc.status?.capacity?.storage;
-          const bound = pvc.status?.phase === 'Bound';
-          if (bound && capacity !== undefined && compareQuantities(capacity, requested) >= 0)
-            return undefined;
-          pvc.status = {
-            ...pvc.status,
-            phase: 'Bound',
-            accessModes: pvc.spec.accessModes ?? [],
-            capacity: { ...pvc.status?.capacity, storage: requested },
-          };
-          return pvc;
-        },
-        'status',
-      );
-    },
-    ctx.logger.child({ controller: 'longhorn' }),
-  ).watch(pvcs);
+  const reconciler = ctx.manager
+    .controller('longhorn', {
+      reconcile: async (key) => {
+        const cached = pvcs.get(key);
+        if (!cached || cached.metadata.deletionTimestamp || !provisionedByLonghorn(cached)) return;
+        await updateWithRetry(
+          ctx.client,
+          Resources.pvc,
+          cached,
+          refOf(cached),
+          (pvc) => {
+            const requested = pvc.spec.resources?.requests?.storage;
+            if (!requested) return undefined;
+            const capacity = pvc.status?.capacity?.storage;
+            const bound = pvc.status?.phase === 'Bound';
+            if (bound && capacity !== undefined && compareQuantities(capacity, requested) >= 0)
+              return undefined;
+            pvc.status = {
+              ...pvc.status,
+              phase: 'Bound',
+              accessModes: pvc.spec.accessModes ?? [],
+              capacity: { ...pvc.status?.capacity, storage: requested },
+            };
+            return pvc;
+          },
+          'status',
+        );
+      },
+      logger: ctx.logger.child({ controller: 'longhorn' }),
+    })
+    .watch(pvcs);
   // A class created after its claims (an image's class) makes them bindable.
   classes.on((e) => {
     for (const pvc of pvcs.list((p) => p.spec.storageClassName === e.object.metadata.name)) {
-      reconciler.enqueue(`${pvc.metadata.namespace ?? ''}/${pvc.metadata.name ?? ''}`);
+      reconciler.enqueue(keyOf(pvc));
     }
   });
   return reconciler;

@@ -12,7 +12,7 @@ import {
 } from '../../kube/kubeconfig-content.js';
 import { KubeClient, type KubeClientOptions } from '../../kube/client.js';
 import { isRancherTokenName } from '../../kube/credential.js';
-import { KubeError } from '../../kube/errors.js';
+import { isCredentialRejected } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { registerSecret } from '../../log/redact.js';
 import {
@@ -81,7 +81,7 @@ async function fromCloudCredential(
   try {
     secret = await rancher.find<KubeObject & CloudCredentialSecret>(Resources.secret, at);
   } catch (err) {
-    const rejected = err instanceof KubeError && err.kind === 'CredentialRejected';
+    const rejected = isCredentialRejected(err);
     return {
       check,
       status: 'fail',

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { findOrphans, volumesToDelete } from '../../harvester/orphaned-volumes.js';
 import { findLeftoverLoadBalancers, loadBalancersToDelete } from '../../harvester/load-balancers.js';
 import { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isForbidden } from '../../kube/errors.js';
 import { confirm } from '../confirm.js';
 import type { CliContext, OutputFormat } from '../context.js';
 import { ExitWithCode, UsageError } from '../errors.js';
@@ -42,7 +42,7 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
   const client = KubeClient.fromKubeconfig(content);
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
-      if (err instanceof KubeError && err.kind === 'Forbidden' && opts.namespace === undefined)
+      if (isForbidden(err) && opts.namespace === undefined)
         throw new UsageError(
           `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
         );

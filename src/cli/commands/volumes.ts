@@ -4,7 +4,7 @@
 // that was listed (uid precondition).
 import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isCredentialRejected, isForbidden } from '../../kube/errors.js';
 import { Resources } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import { confirm } from '../confirm.js';
@@ -81,7 +81,7 @@ export async function deleteOrphans(
       outcome.deleted.push(ref);
       ctx.note(`deleted ${ref}`);
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') throw err;
+      if (isCredentialRejected(err)) throw err;
       const error = redact((err as Error).message);
       outcome.failed.push({ volume: ref, error });
       ctx.note(`failed ${ref}: ${error}`);
@@ -97,7 +97,7 @@ async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
   const client = KubeClient.fromKubeconfig(content);
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
-      if (err instanceof KubeError && err.kind === 'Forbidden' && opts.namespace === undefined) {
+      if (isForbidden(err) && opts.namespace === undefined) {
         throw new UsageError(
           `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
         );

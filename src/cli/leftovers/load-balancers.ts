@@ -4,7 +4,7 @@
 // object that was listed (uid precondition).
 import type { CliContext } from '../context.js';
 import type { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isCredentialRejected, isForbidden, isNotFound } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import {
@@ -35,13 +35,13 @@ export async function scanLoadBalancers(
     );
     return { loadBalancers: list.items as unknown as LoadBalancer[], vms: [...vms] };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'NotFound')
+    if (isNotFound(err))
       return {
         loadBalancers: undefined,
         notListed: 'Harvester serves no loadbalancers.loadbalancer.harvesterhci.io',
         vms: [...vms],
       };
-    if (err instanceof KubeError && err.kind === 'Forbidden')
+    if (isForbidden(err))
       return {
         loadBalancers: undefined,
         notListed: `the credential may not list load balancers: ${err.message}`,
@@ -73,7 +73,7 @@ async function recheck(
     opts.namespace !== undefined ? { namespace: opts.namespace } : {},
   );
   const now = classifyLoadBalancer(
-    fresh as unknown as LoadBalancer,
+    fresh,
     lbClassifyContext(vms.items, new Date(), opts.minAgeMs),
   );
   if (now.kind === 'skip') return now.reason;
@@ -107,7 +107,7 @@ export async function deleteLeftoverLoadBalancers(
       outcome.deleted.push(ref);
       ctx.note(`deleted load balancer ${ref}${lb.address ? ` (releases ${lb.address})` : ''}`);
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') throw err;
+      if (isCredentialRejected(err)) throw err;
       const error = redact((err as Error).message);
       outcome.failed.push({ loadBalancer: ref, error });
       ctx.note(`failed load balancer ${ref}: ${error}`);

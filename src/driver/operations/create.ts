@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { KubeError } from '../../kube/errors.js';
+import { isAlreadyExists } from '../../kube/errors.js';
 import { ConfigError, configProblems, configWarnings } from '../config.js';
 import { withVmOwnerReference } from '../../harvester/cloud-init.js';
 import { namespacedName } from '../../harvester/names.js';
@@ -89,7 +89,7 @@ async function createOrContinue(ctx: OperationContext, vm: Vm): Promise<Vm> {
   try {
     return await ctx.api.createVm(vm);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
     const existing = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
     if (existing && isOurAbandonedVm(existing, ctx.config)) {
       ctx.log.info(`VM ${vmRef(ctx.config)} exists from an earlier attempt; continuing with it`);
@@ -105,12 +105,12 @@ async function createOrContinue(ctx: OperationContext, vm: Vm): Promise<Vm> {
 async function ensureCloudInitSecret(ctx: OperationContext, secret: Secret, vm: Vm): Promise<void> {
   const owned = withVmOwnerReference(secret, {
     ...vm,
-    metadata: { ...vm.metadata, name: vm.metadata.name ?? '' },
+    metadata: { ...vm.metadata, name: vm.metadata.name },
   });
   try {
     await ctx.api.createSecret(owned);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
     const current = await ctx.api.findSecret(
       secret.metadata.namespace ?? ctx.config.VMNamespace,
       secret.metadata.name,

@@ -11,7 +11,7 @@ import {
   type PciDeviceClaim,
   type UsbDevice,
 } from '../../harvester/host-device-availability.js';
-import { KubeError } from '../../kube/errors.js';
+import { isForbidden, isNotFound } from '../../kube/errors.js';
 import { qualifiedName, Resources, type ResourceType } from '../../kube/resources.js';
 import { vmRef, type OperationContext } from './context.js';
 
@@ -21,11 +21,11 @@ type Listed<T> = { items: T[] } | { forbidden: string } | { absent: true };
 
 async function listDevices<T>(ctx: OperationContext, type: ResourceType): Promise<Listed<T>> {
   try {
-    return { items: await ctx.api.listAll<T & { metadata: object }>(type) };
+    return { items: await ctx.api.listAll<T & { metadata: { name: string } }>(type) };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Forbidden') return { forbidden: qualifiedName(type) };
+    if (isForbidden(err)) return { forbidden: qualifiedName(type) };
     // The resource type does not exist: the add-on is not enabled (or, for USB, too old).
-    if (err instanceof KubeError && err.kind === 'NotFound') return { absent: true };
+    if (isNotFound(err)) return { absent: true };
     throw err;
   }
 }

@@ -1,6 +1,6 @@
 // Start, Stop, Restart, Kill through KubeVirt's subresource API, each idempotent:
 // starting a running VM or stopping a stopped one is success, not an error.
-import { KubeError } from '../../kube/errors.js';
+import { isConflict } from '../../kube/errors.js';
 import type { VmAction } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitForIp, waitRestarted, waitRunning, waitStopped } from './waits.js';
@@ -16,7 +16,7 @@ async function action(ctx: OperationContext, verb: VmAction): Promise<'done' | '
     await ctx.api.vmAction(ctx.config.VMNamespace, ctx.config.MachineName, verb);
     return 'done';
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Conflict') {
+    if (isConflict(err)) {
       ctx.log.debug(`${verb}: ${err.message}`);
       return 'already';
     }

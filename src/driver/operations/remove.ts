@@ -3,7 +3,7 @@
 // the VM goes), delete the VM with Foreground propagation and wait until it is gone.
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
-import { KubeError } from '../../kube/errors.js';
+import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
   referencedClaims,
@@ -63,8 +63,8 @@ async function recordPlan(
       });
       return { vm: patched, plan };
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= MAX_PLAN_ATTEMPTS) throw err;
+      if (isNotFound(err)) return undefined;
+      if (!isConflict(err) || attempt >= MAX_PLAN_ATTEMPTS) throw err;
       const fresh = await readVms(ctx);
       if (!fresh.vm) return undefined;
       ({ vms } = fresh);
@@ -93,7 +93,7 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
     (await ctx.api.listVms(ns)).flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)),
   );
   for (const pvc of left) {
-    const name = pvc.metadata.name ?? '';
+    const name = pvc.metadata.name;
     if (used.has(name)) continue;
     ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
     await ctx.api.deletePvc(ns, name, pvc.metadata.uid);
