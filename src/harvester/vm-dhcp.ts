@@ -16,6 +16,7 @@ export interface Condition {
   status: string;
   reason?: string;
   message?: string;
+  lastUpdateTime?: string;
 }
 
 export interface VmDhcpIpPool {
