@@ -183,3 +183,49 @@ export function fixedAddressAnnotation(f: FixedAddress): string {
     holder: f.holder,
   });
 }
+
+/** A claim whose address nothing uses: its VM is gone, or it was never adopted and its machine has none. */
+export interface LeftoverClaim {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  address: string;
+  network: string;
+  machine: string;
+  reason: string;
+}
+
+/**
+ * The claims `leftovers` lists: owned by a VM that no longer exists (the garbage collector
+ * has not run, or cannot: a VM deleted with orphan propagation), or unowned, older than
+ * `minAgeMs` and without a VM of their machine (a create that stopped half-way). Claims of a
+ * VM that exists are never listed.
+ */
+export function leftoverClaims(
+  claims: readonly AddressClaim[],
+  vms: ReadonlyArray<{ metadata: { namespace?: string; name?: string; uid?: string } }>,
+  now: number,
+  minAgeMs: number,
+): LeftoverClaim[] {
+  const vmUids = new Set(vms.map((v) => v.metadata.uid));
+  const vmNames = new Set(vms.map((v) => `${v.metadata.namespace ?? ''}/${v.metadata.name ?? ''}`));
+  const out: LeftoverClaim[] = [];
+  for (const c of claims) {
+    if (now - c.created < minAgeMs) continue;
+    const base = {
+      namespace: c.namespace,
+      name: c.name,
+      uid: c.uid,
+      resourceVersion: c.resourceVersion,
+      address: c.address,
+      network: c.network,
+      machine: c.machine,
+    };
+    if (c.owner && !vmUids.has(c.owner.uid))
+      out.push({ ...base, reason: `its VM ${c.namespace}/${c.owner.name} is gone` });
+    else if (!c.owner && !vmNames.has(`${c.namespace}/${c.machine}`))
+      out.push({ ...base, reason: `never adopted, and machine ${c.machine} has no VM` });
+  }
+  return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+}

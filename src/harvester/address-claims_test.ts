@@ -7,6 +7,7 @@ import {
   fixedAddressAnnotation,
   fixedAddressOfVm,
   isAbandoned,
+  leftoverClaims,
   readClaim,
   ANNOTATION_FIXED_ADDRESS,
   UNOWNED_CLAIM_GRACE_MS,
@@ -188,5 +189,45 @@ describe('Harvester IP pools (vm-dhcp-controller)', () => {
       available: 0,
     });
     assert.equal(describeIpPool(pool), 'default/net-48 (192.168.48.81-192.168.48.90 of 192.168.48.0/24)');
+  });
+});
+
+describe('leftover claims', () => {
+  const claimOf = (machine: string, address: string, owner?: { name: string; uid: string }) => {
+    const cm = claimObject('ns', machine, { ...fixed, address });
+    const read = readClaim({
+      ...cm,
+      metadata: {
+        ...cm.metadata,
+        uid: `u-${address}`,
+        creationTimestamp: new Date(0).toISOString(),
+        ...(owner
+          ? { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', ...owner }] }
+          : {}),
+      },
+    });
+    assert.ok(read);
+    return read;
+  };
+
+  it('lists claims whose VM is gone and unadopted ones of machines without a VM, never a live VM’s', () => {
+    const vms = [{ metadata: { namespace: 'ns', name: 'live', uid: 'vm-live' } }];
+    const claims = [
+      claimOf('live', '10.0.0.1', { name: 'live', uid: 'vm-live' }),
+      claimOf('gone', '10.0.0.2', { name: 'gone', uid: 'vm-gone' }),
+      claimOf('live', '10.0.0.3'), // unowned, but its machine's VM exists: a create adopting it
+      claimOf('crashed', '10.0.0.4'),
+      claimOf('live', '10.0.0.5', { name: 'live', uid: 'vm-old-live' }), // a VM of the same name, recreated
+    ];
+    const left = leftoverClaims(claims, vms, Date.now(), 60_000);
+    assert.deepEqual(
+      left.map((l) => [l.address, l.reason]),
+      [
+        ['10.0.0.2', 'its VM ns/gone is gone'],
+        ['10.0.0.4', 'never adopted, and machine crashed has no VM'],
+        ['10.0.0.5', 'its VM ns/live is gone'],
+      ],
+    );
+    assert.deepEqual(leftoverClaims(claims, vms, 1_000, 60_000), [], 'younger than the minimum age');
   });
 });
