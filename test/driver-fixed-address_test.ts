@@ -194,6 +194,24 @@ describe('fixed addresses (--harvester-ip-pool-info)', () => {
     assert.deepEqual(await claims(), []);
   });
 
+  it('gives two creates of one machine at once one VM and one address', async () => {
+    const { admin } = fixture.sandbox.harvester;
+    const name = 'fixed-pool8-abc12-a';
+    const info = pool('192.168.100.150-192.168.100.159');
+    const [one, two] = [
+      machine(name, { 'harvester-ip-pool-info': info }),
+      machine(name, { 'harvester-ip-pool-info': info }),
+    ];
+    await Promise.all([one.driver.create(), two.driver.create()]);
+    assert.equal(one.driver.config.IPAddress, two.driver.config.IPAddress);
+    const held = await claims();
+    assert.equal(held.length, 1, held.map((c) => c.metadata.name).join(', '));
+    const vm = await admin.get<Vm>(Resources.virtualMachine, { namespace: ns, name });
+    assert.equal(held[0]?.metadata.ownerReferences?.[0]?.uid, vm.metadata.uid);
+    await one.driver.remove();
+    assert.deepEqual(await claims(), []);
+  });
+
   it('gives 20 machines created at once against a 10-address pool exactly 10 addresses and 10 clear refusals', async () => {
     const { admin } = fixture.sandbox.harvester;
     const range = '192.168.100.100-192.168.100.109';

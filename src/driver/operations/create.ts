@@ -21,6 +21,7 @@ import {
   networkDataFor,
   prepareFixedAddress,
   releaseClaim,
+  settleWithVm,
   type PreparedAddress,
 } from './fixed-address.js';
 import { addressesOf, fixedIsNodeAddress } from './machine-status.js';
@@ -186,7 +187,10 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
     throw err;
   }
   // From here the VM exists: what it holds goes with it (Remove, or the garbage collector).
-  if (prepared) await adoptClaim(ctx, prepared, vm);
+  if (prepared) {
+    prepared = await settleWithVm(ctx, prepared, vm);
+    await adoptClaim(ctx, prepared, vm);
+  }
   if (built.cloudInitSecret) await ensureCloudInitSecret(ctx, built.cloudInitSecret, vm);
 
   const running = await waitRunning(ctx, 'create');

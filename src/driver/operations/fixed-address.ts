@@ -270,6 +270,27 @@ export function networkDataFor(ctx: OperationContext, prepared: PreparedAddress)
   return rendered.text;
 }
 
+/**
+ * After createOrContinue: when the VM is one an earlier (or concurrent) attempt of this
+ * machine made, its recorded address wins; a claim this attempt made for another address is
+ * released, so the VM never owns two.
+ */
+export async function settleWithVm(
+  ctx: OperationContext,
+  prepared: PreparedAddress,
+  vm: Vm,
+): Promise<PreparedAddress> {
+  const recorded = fixedAddressOfVm(vm.metadata.annotations);
+  if (prepared.source.kind !== 'pool' || !recorded || recorded.holder === prepared.fixed?.holder)
+    return prepared;
+  await releaseClaim(ctx, prepared);
+  ctx.log.info(`VM ${vmRef(ctx.config)} was made with address ${recorded.address}; continuing with it`);
+  const cm =
+    (await ctx.api.findConfigMap(ctx.config.VMNamespace, recorded.holder)) ??
+    (await ctx.api.createConfigMap(claimObject(ctx.config.VMNamespace, ctx.config.MachineName, recorded)));
+  return { ...prepared, fixed: recorded, claim: cm, claimedNow: false };
+}
+
 /** The claim is owned by the VM from now on: the garbage collector frees it with the VM. */
 export async function adoptClaim(ctx: OperationContext, prepared: PreparedAddress, vm: Vm): Promise<void> {
   let cm = prepared.claim;
