@@ -326,6 +326,15 @@ describe('fixed addresses (--harvester-ip-pool-info)', () => {
       /is served by Harvester's IP pool default\/vlan48 .* leave "range" and "cidr" out/,
     );
 
+    const bare = machine('dhcp-pool6-abc12-e', {
+      'harvester-network-name': 'vlan48',
+      'harvester-ip-pool-info': info,
+    });
+    await assert.rejects(
+      bare.driver.preCreateCheck(),
+      /give the machine's network as default\/vlan48 \(with its namespace\)/,
+    );
+
     await Promise.all([a.driver.remove(), other.driver.remove()]);
     await eventually('the pool’s addresses to be free', async () => {
       const p = await admin.get<KubeObject & { status?: { ipv4?: { used?: number } } }>(VmDhcpTypes.ipPool, {

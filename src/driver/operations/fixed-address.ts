@@ -70,7 +70,18 @@ export async function addressSource(ctx: OperationContext, info: IpPoolInfo): Pr
       `${FLAG}: network ${network} is served by Harvester's IP pool ${ipPool.namespace}/${ipPool.name} (vm-dhcp-controller); leave "range" and "cidr" out to take the address from it, or the driver's addresses would collide with the ones it hands out`,
     );
   }
-  if (ipPool) return { kind: 'harvester-ippool', info, network, ipPool };
+  if (ipPool) {
+    // The add-on looks the network up by the name the VM gives it, as written.
+    const nic = poolInterface(info, ctx.config) ?? nicName(0);
+    const onVm = ctx.config.NetworkInfo
+      ? (ctx.config.NetworkInfo.interfaces[Number(nic.slice('nic-'.length))]?.networkName ?? '')
+      : ctx.config.NetworkName;
+    if (!onVm.includes('/'))
+      throw new Error(
+        `${FLAG}: give the machine's network as ${network} (with its namespace): Harvester's IP pool ${ipPool.namespace}/${ipPool.name} finds a VM's network by the name the VM gives it`,
+      );
+    return { kind: 'harvester-ippool', info, network, ipPool };
+  }
   if (!describesAddresses(info)) {
     throw new Error(
       `${FLAG}: network ${network} has no Harvester IP pool (vm-dhcp-controller); describe the addresses with "range" or "cidr"`,
