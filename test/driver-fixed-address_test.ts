@@ -13,7 +13,13 @@ import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { MachineState } from '../src/driver/machine-driver.js';
 import type { Vm, Vmi } from '../src/driver/harvester-api.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
-import { SEED_STATIC_SUBNET, vlanNetwork } from '../sandbox/sandbox-seeds.js';
+import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
+import {
+  DRIVER_CLUSTER_RULES,
+  DRIVER_RULES,
+  SEED_STATIC_SUBNET,
+  vlanNetwork,
+} from '../sandbox/sandbox-seeds.js';
 import { VmDhcpTypes } from '../sandbox/standins/harvester/vm-dhcp-controller.js';
 import { ExtraResources } from '../sandbox/standins/names.js';
 import type { Pod } from '../sandbox/standins/types.js';
@@ -192,6 +198,40 @@ describe('fixed addresses (--harvester-ip-pool-info)', () => {
     assert.equal((await claims()).length, 1, 'no second claim');
     await again.driver.remove();
     assert.deepEqual(await claims(), []);
+  });
+
+  it('removes the VM even when its credential may no longer read the claims (the garbage collector frees them)', async () => {
+    const { sandbox } = fixture;
+    const name = 'fixed-pool9-abc12-a';
+    const m = machine(name, { 'harvester-ip-pool-info': pool('192.168.100.160-192.168.100.161') });
+    await m.driver.create();
+    const user = await createTokenUser(sandbox.harvester.admin, {
+      expiresAt: new Date(Date.now() + 3_600_000),
+      rules: [...DRIVER_RULES.filter((r) => !r.resources.includes('configmaps')), ...DRIVER_CLUSTER_RULES],
+    });
+    const kubeconfig = tokenKubeconfig({
+      name: 'harvester',
+      server: sandbox.proxy.url,
+      caPem: sandbox.proxy.caPem,
+      token: user.token,
+    });
+    const { log, logger } = captureLog();
+    const removing = new HarvesterDriver({ logger, argv: ['--harvester-kubeconfig-content', kubeconfig] });
+    after(() => removing.close());
+    removing.setConfigRaw(m.driver.getConfigRaw());
+    await eventually('the new user may read VMs', async () =>
+      removing.getState().then(
+        () => true,
+        () => false,
+      ),
+    );
+    await removing.remove();
+    assert.match(log.text(), /its address claims could not be checked .*forbidden/i);
+    await eventually(
+      'the garbage collector to free the address',
+      async () => (await claims()).length === 0,
+      60_000,
+    );
   });
 
   it('gives two creates of one machine at once one VM and one address', async () => {
