@@ -15,7 +15,8 @@
 // Not played: the webhooks (they refuse bad pools and configs the driver never makes), the
 // agent pods and metrics.
 import { isKubeError } from '../../../src/kube/errors.js';
-import { Resources, resourceType, type KubeObject } from '../../../src/kube/resources.js';
+import { VmDhcpResources } from '../../../src/driver/harvester-api.js';
+import { Resources, type KubeObject } from '../../../src/kube/resources.js';
 import {
   EXCLUDED_MARK,
   RESERVED_MARK,
@@ -33,15 +34,8 @@ import type { VirtualMachine } from '../types.js';
 import { patchFinalizers, refOf, updateWithRetry, withFinalizer, withoutFinalizer } from '../writes.js';
 import { NetworkIpam } from './vm-dhcp-ipam.js';
 
-export const VmDhcpTypes = {
-  ipPool: resourceType('network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool'),
-  networkConfig: resourceType(
-    'network.harvesterhci.io',
-    'v1alpha1',
-    'virtualmachinenetworkconfigs',
-    'VirtualMachineNetworkConfig',
-  ),
-} as const;
+/** The add-on's kinds, as the driver reads them. */
+export const VmDhcpTypes = VmDhcpResources;
 /** wrangler's OnRemove handler "vm-dhcp-vmnetcfg-controller". */
 export const FINALIZER_VMNETCFG = 'wrangler.cattle.io/vm-dhcp-vmnetcfg-controller';
 const VM_LABEL = 'harvesterhci.io/vmName';
