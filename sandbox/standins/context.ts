@@ -36,6 +36,8 @@ export interface VmRef {
 export interface Behaviour {
   delays: Delays;
   noIp: (vm: VmRef) => boolean;
+  /** Networks ("namespace/name") with no DHCP server and no router: only what cloud-init sets. */
+  networksWithoutDhcp: readonly string[];
 }
 
 /** Faults decided out of band: nothing about them is ever written to an object. */

@@ -1,5 +1,6 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
-// VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices add-on,
+// VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices and
+// vm-dhcp-controller add-ons,
 // KubeVirt's VM controller and VMI lifecycle (with virt-launcher pods and a kubelet stand-in
 // for them), Longhorn's binding,
 // and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
@@ -24,6 +25,7 @@ import { pciDevicesStandIn } from './harvester/pcidevices-controller.js';
 import { loadBalancerControllers } from './harvester/load-balancer-controller.js';
 import { harvesterVmController } from './harvester/vm-controller.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
+import { vmDhcpControllers } from './harvester/vm-dhcp-controller.js';
 import { sandboxKubelet } from './kubevirt/pods.js';
 import { kubevirtVmController } from './kubevirt/vm-controller.js';
 import { vmiLifecycle } from './kubevirt/vmi-lifecycle.js';
@@ -37,6 +39,8 @@ export interface StandInOptions {
   delays?: Partial<Delays>;
   /** Per-VM behaviour decided out of band (never by a marker on the objects): no IP ever for some VMs. */
   noIp?: (vm: VmRef) => boolean;
+  /** VLAN networks ("namespace/name") without DHCP: a guest there has only the address its network data gives. */
+  networksWithoutDhcp?: readonly string[];
   logger?: Logger;
 }
 
@@ -73,6 +77,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   const behaviour: Behaviour = {
     delays: { ...DEFAULT_DELAYS, ...options.delays },
     noIp: options.noIp ?? (() => false),
+    networksWithoutDhcp: options.networksWithoutDhcp ?? [],
   };
   const faults = new Faults((key) => harvesterVm.enqueue(key));
   const ctx: StandInContext = {
@@ -96,6 +101,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   kubevirtVmController(ctx);
   sandboxKubelet(ctx);
   loadBalancerControllers(ctx);
+  vmDhcpControllers(ctx);
 
   await ensureDefaultStorageClass(admin);
   try {
@@ -110,6 +116,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     configure(change) {
       if (change.delays) behaviour.delays = { ...behaviour.delays, ...change.delays };
       if (change.noIp) behaviour.noIp = change.noIp;
+      if (change.networksWithoutDhcp) behaviour.networksWithoutDhcp = change.networksWithoutDhcp;
       // VMIs sleeping out the old delays look again with the new ones.
       for (const vmi of manager.cache({ type: Resources.virtualMachineInstance }).list())
         lifecycle.enqueue(formatKey(keyOf(vmi)));

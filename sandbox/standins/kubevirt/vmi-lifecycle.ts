@@ -4,7 +4,7 @@
 // Ready) -> Running (domain interfaces, disk targets) -> addresses from the guest agent.
 // Hot-plugged volumes get an attachment pod and their volumeStatus phases. A deleted VMI
 // shuts down, turns final, its pods go, and virt-controller's finalizer is removed.
-import { Resources, type NewObject } from '../../../src/kube/resources.js';
+import { Resources, type KubeObject, type NewObject } from '../../../src/kube/resources.js';
 import type { ReconcileResult } from '../../../src/kube/work-queue.js';
 import type { StandInContext } from '../context.js';
 import { ExtraResources, Finalizers, LAUNCHER_IMAGE, Labels } from '../names.js';
@@ -28,6 +28,8 @@ import {
   isPodReady,
   launcherPodFor,
 } from './pods.js';
+import { sandboxNetworks } from '../network-servers.js';
+import { guestAddresses, type GuestAddresses } from './guest-network.js';
 import { isFinal } from './vm-status.js';
 import { claimNameOf, isHotplugVolume } from './vmi-template.js';
 import { domainInterfaces, volumeStatuses, withGuestAgentData, withPhase } from './vmi-status.js';
@@ -40,7 +42,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
   const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
   /** When each VMI (by UID) entered the phase it is in, as this process saw it. */
   const clocks = new Map<string, { phase: string; since: number }>();
-  const addresses = new AddressPool();
+  const networks = sandboxNetworks(ctx);
   /** Pods created but not yet in the cache: never create them twice (virt-controller's expectations). */
   const created = new Map<string, number>();
 
@@ -233,10 +235,11 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
     const agentWait = ctx.behaviour.noIp(owner)
       ? Infinity
       : remaining(vmi, 'Running', ctx.behaviour.delays.guestAgentMs);
+    const guest = agentWait === 0 && needsAddresses(vmi) ? await guestOf(vmi) : [];
     await writeStatus(vmi, (s, v) => {
       const next = { ...s, volumeStatus: volumeStatuses(v, world(v, launcher, true)) };
       if (agentWait === 0) {
-        next.interfaces = withGuestAgentData(s.interfaces ?? [], () => addresses.allocate());
+        next.interfaces = withGuestAgentData(s.interfaces ?? [], guest);
         next.conditions = upsertCondition(s.conditions, {
           type: 'AgentConnected',
           status: 'True',
@@ -246,7 +249,36 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
       }
       return next;
     });
+    // A guest waiting for a DHCP lease (Harvester's IP pool binds its MAC soon) asks again.
+    if (guest.some((g) => g.awaitingLease)) return { requeueAfterMs: LEASE_RETRY_MS };
     return Number.isFinite(agentWait) && agentWait > 0 ? { requeueAfterMs: agentWait } : undefined;
+  }
+
+  const needsAddresses = (vmi: VirtualMachineInstance): boolean =>
+    (vmi.status?.interfaces ?? []).some((i) => !i.ipAddress);
+
+  /** The guest's addresses: its interfaces, its cloud-init network data, its networks' servers. */
+  async function guestOf(vmi: VirtualMachineInstance): Promise<GuestAddresses[]> {
+    const nics = (vmi.status?.interfaces ?? []).map((i) => ({ name: i.name ?? '', mac: i.mac ?? '' }));
+    return guestAddresses(nics, await networkDataOf(vmi), networks.serversOf(vmi));
+  }
+
+  /** The NoCloud network data as the launcher hands it to the guest: inline, base64, or from its Secret. */
+  async function networkDataOf(vmi: VirtualMachineInstance): Promise<string | undefined> {
+    const source = (vmi.spec.volumes ?? []).find((v) => v['cloudInitNoCloud'])?.['cloudInitNoCloud'] as
+      | { networkData?: string; networkDataBase64?: string; networkDataSecretRef?: { name?: string } }
+      | undefined;
+    if (!source) return undefined;
+    if (source.networkData) return source.networkData;
+    if (source.networkDataBase64) return Buffer.from(source.networkDataBase64, 'base64').toString('utf8');
+    const name = source.networkDataSecretRef?.name;
+    if (!name) return undefined;
+    const secret = await client.find<KubeObject & { data?: Record<string, string> }>(Resources.secret, {
+      namespace: vmi.metadata.namespace ?? '',
+      name,
+    });
+    const encoded = secret?.data?.['networkdata'];
+    return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
   }
 
   /** One attachment pod per hot-plugged volume of the spec; pods of unplugged volumes go. */
@@ -340,7 +372,10 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
   }
 
   reconciler.watch(vmis, (e) => {
-    if (e.type === 'DELETED') clocks.delete(e.object.metadata.uid ?? '');
+    if (e.type === 'DELETED') {
+      clocks.delete(e.object.metadata.uid ?? '');
+      networks.forget(e.object.metadata.uid ?? '');
+    }
     return keyOf(e.object.metadata.namespace, e.object.metadata.name);
   });
   reconciler.watch(pods, (e) => {
@@ -360,6 +395,7 @@ export function vmiLifecycle(ctx: StandInContext): Reconciler {
 }
 
 const EXPECTATION_TTL_MS = 30_000;
+const LEASE_RETRY_MS = 500;
 
 const podServes = (pod: Pod, volumeName: string): boolean =>
   (pod.spec.volumes ?? []).some((v) => v.name === volumeName);
@@ -377,17 +413,4 @@ function vmiKeyOfPod(pod: Pod, podByName: (name: string) => Pod | undefined): st
 function randomMac(): string {
   const bytes = [0x52, 0x54, 0x00, ...Array.from({ length: 3 }, () => Math.floor(Math.random() * 256))];
   return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
-}
-
-/** DHCP and SLAAC on a dual-stack guest network, reduced to: every interface gets addresses no other has. */
-class AddressPool {
-  private next = 10;
-
-  allocate(): { ipv4: string; ipv6: string } {
-    const n = this.next++;
-    return {
-      ipv4: `172.20.${Math.floor(n / 250) % 256}.${(n % 250) + 2}`,
-      ipv6: `fd20:172:20::${n.toString(16)}`,
-    };
-  }
 }

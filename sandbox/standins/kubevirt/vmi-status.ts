@@ -10,6 +10,7 @@ import type {
   VmiStatus,
   VolumeStatus,
 } from '../types.js';
+import type { GuestAddresses } from './guest-network.js';
 import { claimNameOf, isHotplugVolume } from './vmi-template.js';
 
 /** virt-controller's default when CDI is not installed (storagetypes.DefaultFSOverhead). */
@@ -168,20 +169,26 @@ export function domainInterfaces(
   }));
 }
 
-/** What the guest agent adds: addresses (IPv4 first, then a global IPv6 and the link-local one) and the guest's name. */
+/**
+ * What the guest agent adds once the guest is up: each interface's addresses as the guest
+ * configured them (guest-network.ts: IPv4 first, then a global IPv6, then the link-local
+ * one) and the guest's name for it. An interface still waiting for a DHCP lease is left as
+ * it is, to be filled when the lease comes.
+ */
 export function withGuestAgentData(
   interfaces: VmiInterfaceStatus[],
-  addressesFor: (index: number) => { ipv4: string; ipv6: string },
+  guest: readonly GuestAddresses[],
 ): VmiInterfaceStatus[] {
   return interfaces.map((iface, i) => {
-    if (iface.ipAddress) return iface;
-    const { ipv4: v4, ipv6: v6 } = addressesFor(i);
+    const g = guest[i];
+    if (iface.ipAddress || !g || g.awaitingLease) return iface;
+    const linkLocal = linkLocalFromMac(iface.mac ?? '');
+    const addresses = [g.ipv4, g.ipv6, linkLocal].filter((a): a is string => Boolean(a));
     return {
       ...iface,
-      ipAddress: v4,
-      // A dual-stack guest network: DHCP gives IPv4, router advertisements a global IPv6.
-      ipAddresses: [v4, v6, linkLocalFromMac(iface.mac ?? '')],
-      interfaceName: `eth${i}`,
+      ipAddress: addresses[0] ?? linkLocal,
+      ipAddresses: addresses,
+      interfaceName: g.interfaceName,
       infoSource: 'domain, guest-agent',
     };
   });

@@ -1,6 +1,7 @@
 // leftovers: what deleted guest clusters left on Harvester: host volumes no VM uses
-// (`volumes orphaned`, harvester#7765) and the load balancers their cloud provider made,
-// which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md).
+// (`volumes orphaned`, harvester#7765), the load balancers their cloud provider made,
+// which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md), and
+// the driver's address claims whose VM is gone (docs/decisions/0016-per-machine-addresses.md).
 // Nothing of a guest cluster that still has a VM is ever listed. Dry run by default; with
 // --delete, after one confirmation, each item is re-checked right before its delete and
 // deleted only as the object that was listed.
@@ -20,6 +21,13 @@ import {
   scanLoadBalancers,
   type LbDeletionOutcome,
 } from '../leftovers/load-balancers.js';
+import {
+  claimReportJson,
+  deleteLeftoverClaims,
+  renderClaimReport,
+  scanAddressClaims,
+  type ClaimDeletionOutcome,
+} from '../leftovers/address-claims.js';
 import { scanCluster } from '../volumes/cluster-scan.js';
 import { orphanReportJson, renderOrphanReport } from '../volumes/orphan-view.js';
 import { outputOption } from './machine-info.js';
@@ -54,10 +62,12 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     const lbs = lbScan.loadBalancers
       ? findLeftoverLoadBalancers(lbScan.loadBalancers, lbScan.vms, { now, minAgeMs })
       : undefined;
+    const claimScan = await scanAddressClaims(client, opts.namespace, scan.vms, minAgeMs);
     const includeUnknown = Boolean(opts.includeUnknown);
     const report = (): Record<string, unknown> => ({
       volumes: orphanReportJson(volumes),
       loadBalancers: lbReportJson(lbs, lbScan.notListed),
+      addressClaims: claimReportJson(claimScan),
     });
     const text = (): void => {
       for (const line of renderOrphanReport(volumes, { minAge: opts.minAge })) ctx.out(line);
@@ -67,6 +77,8 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
         ...(lbScan.notListed ? { notListed: lbScan.notListed } : {}),
       }))
         ctx.out(line);
+      ctx.out();
+      for (const line of renderClaimReport(claimScan)) ctx.out(line);
     };
     if (!opts.delete) {
       if (opts.output === 'json') ctx.json(report());
@@ -76,13 +88,15 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     if (opts.output === 'text') text();
     const volumeTargets = volumesToDelete(volumes, includeUnknown);
     const lbTargets = lbs ? loadBalancersToDelete(lbs, includeUnknown) : [];
+    const claimTargets = claimScan.claims ?? [];
     let volumeOutcome: DeletionOutcome = { deleted: [], skipped: [], failed: [] };
     let lbOutcome: LbDeletionOutcome = { deleted: [], skipped: [], failed: [] };
-    if (volumeTargets.length + lbTargets.length === 0) ctx.note('Nothing to delete.');
+    let claimOutcome: ClaimDeletionOutcome = { deleted: [], failed: [] };
+    if (volumeTargets.length + lbTargets.length + claimTargets.length === 0) ctx.note('Nothing to delete.');
     else if (
       !(await confirm(
         ctx,
-        `Delete ${volumeTargets.length} volume(s) and the data on them, and ${lbTargets.length} load balancer(s) and the addresses they hold?`,
+        `Delete ${volumeTargets.length} volume(s) and the data on them, ${lbTargets.length} load balancer(s) and the addresses they hold, and ${claimTargets.length} address claim(s)?`,
         opts.yes,
       ))
     ) {
@@ -95,15 +109,21 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
         includeUnknown,
         namespace: opts.namespace,
       });
+      claimOutcome = await deleteLeftoverClaims(client, claimTargets);
     }
     if (opts.output === 'json')
-      ctx.json({ ...report(), deletion: { volumes: volumeOutcome, loadBalancers: lbOutcome } });
+      ctx.json({
+        ...report(),
+        deletion: { volumes: volumeOutcome, loadBalancers: lbOutcome, addressClaims: claimOutcome },
+      });
     else
       ctx.out(
         `Volumes: deleted ${volumeOutcome.deleted.length}, skipped ${volumeOutcome.skipped.length}, failed ${volumeOutcome.failed.length}. ` +
-          `Load balancers: deleted ${lbOutcome.deleted.length}, skipped ${lbOutcome.skipped.length}, failed ${lbOutcome.failed.length}.`,
+          `Load balancers: deleted ${lbOutcome.deleted.length}, skipped ${lbOutcome.skipped.length}, failed ${lbOutcome.failed.length}. ` +
+          `Address claims: deleted ${claimOutcome.deleted.length}, failed ${claimOutcome.failed.length}.`,
       );
-    if (volumeOutcome.failed.length + lbOutcome.failed.length > 0) throw new ExitWithCode(1);
+    if (volumeOutcome.failed.length + lbOutcome.failed.length + claimOutcome.failed.length > 0)
+      throw new ExitWithCode(1);
   } finally {
     client.close();
   }
@@ -113,7 +133,7 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
   program
     .command('leftovers')
     .description(
-      'list what deleted guest clusters left on Harvester: volumes no VM uses and load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster; --delete removes them',
+      'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, and fixed-address claims whose VM is gone; --delete removes them',
     )
     .option('-n, --namespace <namespace>', 'look in this namespace only (default: every namespace)')
     .option(

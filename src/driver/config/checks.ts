@@ -14,6 +14,8 @@ import {
 import type { GoDriverConfig } from '../../harvester/go-config.js';
 import { hostDeviceInfoProblems } from '../../harvester/host-devices.js';
 import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
+import { fixedNetworkProblems } from './fixed-address-checks.js';
+import { vmAnnotationProblems, vmLabelProblems } from '../../harvester/user-metadata.js';
 import { isValidLabelValue } from '../../harvester/labels.js';
 import { networkDataProblems } from '../../harvester/network-data.js';
 import { kubeconfigProblems } from '../../kube/kubeconfig-content.js';
@@ -247,5 +249,8 @@ export function configProblems(cfg: DriverConfig, unparsed: Unparsed = new Set()
   checkNetworks(cfg, problems, unparsed);
   checkCloudInit(cfg, problems);
   checkTimeouts(cfg, problems);
+  fixedNetworkProblems(cfg, problems);
+  problems.addAll(FLAGS.vmLabels, vmLabelProblems(cfg.HarvesterMachine.VMLabels));
+  problems.addAll(FLAGS.vmAnnotations, vmAnnotationProblems(cfg.HarvesterMachine.VMAnnotations));
   return problems.list;
 }

@@ -13,8 +13,18 @@ import { buildVirtualMachine } from '../../harvester/vm-spec.js';
 import { registerSecret } from '../../log/redact.js';
 import { generateSshKeyPair, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
 import type { Vm } from '../harvester-api.js';
+import { fixedAddressAnnotation, ANNOTATION_FIXED_ADDRESS } from '../../harvester/address-claims.js';
 import { isOurAbandonedVm } from './adopt.js';
-import { addressesOf } from './machine-status.js';
+import {
+  adoptClaim,
+  fixedAddressOf,
+  networkDataFor,
+  prepareFixedAddress,
+  releaseClaim,
+  settleWithVm,
+  type PreparedAddress,
+} from './fixed-address.js';
+import { addressesOf, fixedIsNodeAddress } from './machine-status.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitForIp, waitRunning } from './waits.js';
 
@@ -139,20 +149,62 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
       })
     : undefined;
   const classes = await imageStorageClasses(ctx);
-  const built = buildVirtualMachine(cfg, {
-    ...(cloudConfigContent !== undefined ? { cloudConfigContent } : {}),
-    random: randomSuffix,
-    imageStorageClass: (id) => classes.get(id),
-    cloudInitInSecret: cfg.HarvesterMachine.CloudInitInSecret,
-  });
-  const secret = built.cloudInitSecret;
-  ctx.log.info(
-    `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${cfg.VMNamespace}/${secret.metadata.name})` : ''}`,
-  );
-  const vm = await createOrContinue(ctx, built.vm);
-  if (secret) await ensureCloudInitSecret(ctx, secret, vm);
+  const build = (prepared?: PreparedAddress) =>
+    buildVirtualMachine(cfg, {
+      ...(cloudConfigContent !== undefined ? { cloudConfigContent } : {}),
+      random: randomSuffix,
+      imageStorageClass: (id) => classes.get(id),
+      cloudInitInSecret: cfg.HarvesterMachine.CloudInitInSecret,
+      userLabels: cfg.HarvesterMachine.VMLabels,
+      userAnnotations: cfg.HarvesterMachine.VMAnnotations,
+      ...(prepared
+        ? {
+            macAddresses: prepared.macs,
+            networkData: networkDataFor(ctx, prepared),
+            ...(prepared.fixed
+              ? { vmAnnotations: { [ANNOTATION_FIXED_ADDRESS]: fixedAddressAnnotation(prepared.fixed) } }
+              : {}),
+          }
+        : {}),
+    });
+  const pool = cfg.HarvesterMachine.IPPoolInfo;
+  // A VM that cannot be built is refused before an address is taken for it.
+  let built = build();
+  let prepared: PreparedAddress | undefined;
+  let vm: Vm;
+  try {
+    if (pool) {
+      prepared = await prepareFixedAddress(ctx, pool);
+      built = build(prepared);
+    }
+    const secret = built.cloudInitSecret;
+    ctx.log.info(
+      `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${cfg.VMNamespace}/${secret.metadata.name})` : ''}`,
+    );
+    vm = await createOrContinue(ctx, built.vm);
+  } catch (err) {
+    if (prepared) await releaseClaim(ctx, prepared);
+    throw err;
+  }
+  // From here the VM exists: what it holds goes with it (Remove, or the garbage collector).
+  if (prepared) {
+    prepared = await settleWithVm(ctx, prepared, vm);
+    await adoptClaim(ctx, prepared, vm);
+  }
+  if (built.cloudInitSecret) await ensureCloudInitSecret(ctx, built.cloudInitSecret, vm);
 
   const running = await waitRunning(ctx, 'create');
+  if (prepared) {
+    const fixed = await fixedAddressOf(ctx, prepared, vm);
+    cfg.HarvesterMachine.FixedAddress = fixed;
+    if (fixedIsNodeAddress(ctx)) {
+      // Known without the guest agent: the address is the one the machine was given.
+      cfg.IPAddress = fixed.address;
+      cfg.IPv6Address = '';
+      ctx.log.info(`Get machine ip: ${cfg.IPAddress}`);
+      return;
+    }
+  }
   const vmi = await waitForIp(ctx, 'create', running);
   const addresses = addressesOf(ctx, vmi);
   cfg.IPAddress = addresses?.ipv4 ?? addresses?.ipv6 ?? '';

@@ -14,6 +14,7 @@ import {
 import { ANNOTATION_REMOVED_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../../harvester/labels.js';
 import type { Vm } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
+import { freeMachineClaims } from './fixed-address.js';
 import { waitVmGone } from './waits.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
@@ -106,12 +107,14 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
   const { vm, vms } = await readVms(ctx);
   if (!vm) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
+    await freeMachineClaims(ctx);
     return undefined;
   }
   if (wantsRemoveAllPvcs(vm)) ctx.log.info('Force the removal of all persistent volume claims');
   const recordedPlan = await recordPlan(ctx, { vm, vms });
   if (!recordedPlan) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
+    await freeMachineClaims(ctx);
     return undefined;
   }
   const { vm: recorded, plan } = recordedPlan;
@@ -127,5 +130,7 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
     typeof deleting === 'object' &&
     (deleting.metadata.finalizers ?? []).includes(FINALIZER_HARVESTER_VM_CLEANUP);
   if (!harvesterCleansUp) await deleteLeftovers(ctx, plan);
+  // Only now that the VM is gone: freed earlier, its address could go to a new machine while it still runs.
+  await freeMachineClaims(ctx);
   return plan;
 }
