@@ -99,6 +99,7 @@ export class CleanupController {
       probeIntervalMs: config.probeIntervalMs,
       expiringSoonMs: config.expiringSoonMs,
       enqueueClusters: (keys) => keys.forEach((k) => this.clusterQueue.add(k)),
+      enqueueCredential: (key) => this.credentialQueue.add(key),
       onChange,
     });
     this.reconciler = new MachineReconciler({
@@ -247,16 +248,21 @@ export class CleanupController {
 
   /** Resolves when no work is queued or running (tests, benchmarks). */
   async idle(): Promise<void> {
-    await Promise.all([
-      this.machineQueue.idle(),
-      this.credentialQueue.idle(),
-      this.clusterQueue.idle(),
-      this.lbQueue.idle(),
-    ]);
+    // A credential probe runs beside its queue and brings its key back when it answers.
+    do {
+      await this.monitor.probesSettled();
+      await Promise.all([
+        this.machineQueue.idle(),
+        this.credentialQueue.idle(),
+        this.clusterQueue.idle(),
+        this.lbQueue.idle(),
+      ]);
+    } while (this.monitor.probing);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.monitor.stop();
     const { caches } = this;
     await Promise.all([
       this.machineQueue.stop(),
