@@ -1,5 +1,6 @@
 // What ls and inspect show about a stored machine, from its saved config alone (pure):
 // where its VM is, its address, and its credential described without any secret.
+import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { describeKubeconfig, loadKubeconfig } from '../kube/kubeconfig-content.js';
 import { describeCredential } from '../kube/credential.js';
 import type { HostConfig } from './store/host-config.js';
@@ -24,11 +25,15 @@ export interface MachineSummary {
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-export function describeSavedCredential(kubeconfig: string): CredentialSummary | { error: string } {
+/** `trust`: a stored machine's kubeconfig is the operator's; doctor says whose it checks. */
+export function describeSavedCredential(
+  kubeconfig: string,
+  trust: KubeconfigTrust = 'operator',
+): CredentialSummary | { error: string } {
   if (!kubeconfig) return { error: 'no kubeconfig saved (the driver falls back to $KUBECONFIG)' };
   try {
-    const { server } = describeKubeconfig(kubeconfig);
-    const credential = describeCredential(loadKubeconfig(kubeconfig));
+    const { server } = describeKubeconfig(kubeconfig, trust);
+    const credential = describeCredential(loadKubeconfig(kubeconfig, trust));
     return {
       server,
       identity: credential.identity ?? 'no credential',

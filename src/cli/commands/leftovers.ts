@@ -38,8 +38,8 @@ interface LeftoversOptions {
 async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
-  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env);
-  const client = KubeClient.fromKubeconfig(content);
+  const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env);
+  const client = KubeClient.fromKubeconfig(content, { trust });
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
       if (err instanceof KubeError && err.kind === 'Forbidden' && opts.namespace === undefined)
