@@ -39,11 +39,14 @@ const CLUSTER_FIELDS: ReadonlyMap<string, string> = new Map([
   ['proxy-url', 'chooses the proxy our requests go through (set HTTPS_PROXY and NO_PROXY instead)'],
 ]);
 
-/** What follows the refused fields in the message: what a usable credential looks like. */
+/**
+ * What follows the refused fields in the message (a phrase after "kubeconfig", as they are):
+ * what a usable credential looks like.
+ */
 export const CREDENTIAL_CONTENT_RULE =
-  "a cloud credential's kubeconfig may hold only inline credentials (token, client-certificate-data " +
+  "may hold only inline credentials, being a cloud credential's (token, client-certificate-data " +
   'and client-key-data, certificate-authority-data), as the ones Rancher makes do: server ' +
-  'https://<rancher>/k8s/clusters/<cluster id>, certificate-authority-data, and a token kubeconfig-user-…:…';
+  'https://<rancher>/k8s/clusters/<cluster id>, certificate-authority-data and a token kubeconfig-user-…:…';
 
 type Doc = Record<string, unknown>;
 
