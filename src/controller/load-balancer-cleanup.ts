@@ -19,6 +19,7 @@ import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
 import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
+import { cloudProviderClusterName } from '../rancher/chart-values.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
@@ -33,6 +34,7 @@ import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
 import type { FailureReason } from './gate-decision.js';
 import type { HarvesterClients } from './harvester-access.js';
+import { lbOwnership } from './lb-ownership.js';
 import { describeFailure } from './machine-cleanup.js';
 import { Counter, type Registry } from 'prom-client';
 
@@ -83,6 +85,8 @@ interface Pending {
   since: number;
   /** What Events are recorded on (the cluster object as last seen). */
   subject: { type: ResourceType; object: KubeObject };
+  /** Its cloud provider's --cluster-name from its chart values, while its provisioning Cluster was seen. */
+  lbClusterName: string | undefined;
   targets: Map<string, Target>;
   done: Set<string>;
   attempts: number;
@@ -197,9 +201,11 @@ export class LoadBalancerCleanup {
       done: new Set(),
       attempts: 0,
       notBefore: 0,
+      lbClusterName: undefined,
     };
     pending.subject = subject;
     const prov = this.deps.caches.provisioningClusters.get(namespace, cluster);
+    if (prov) pending.lbClusterName = cloudProviderClusterName(prov);
     for (const hm of this.machinesOf(namespace, cluster)) {
       const pool = findMachinePool({
         cluster: prov,
@@ -229,6 +235,26 @@ export class LoadBalancerCleanup {
     }
     const early = pending.notBefore - this.now();
     if (early > 0) return { requeueAfterMs: early };
+    // Before anything is listed on Harvester: the label must be this cluster's alone.
+    const ownership = lbOwnership(
+      { namespace: pending.namespace, name: pending.cluster, lbClusterName: pending.lbClusterName },
+      this.deps.caches.provisioningClusters.list().map((c) => ({
+        namespace: c.metadata.namespace ?? '',
+        name: c.metadata.name ?? '',
+        lbClusterName: cloudProviderClusterName(c),
+      })),
+    );
+    if (!ownership.certain) {
+      this.finish(key);
+      this.deps.metrics.results.inc({ result: 'refused', namespace: '' });
+      this.record(
+        pending.subject,
+        'Warning',
+        LbReasons.refused,
+        `the load balancers of guest cluster ${pending.cluster} are not deleted: ${ownership.reason}; check them with "harvester-machine leftovers"`,
+      );
+      return;
+    }
     const waits: string[] = [];
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const [id, target] of pending.targets) {
