@@ -57,7 +57,10 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     const includeUnknown = Boolean(opts.includeUnknown);
     const report = (): Record<string, unknown> => ({
       volumes: orphanReportJson(volumes),
-      loadBalancers: lbReportJson(lbs, lbScan.notListed),
+      loadBalancers: {
+        ...(lbReportJson(lbs, lbScan.notListed) as Record<string, unknown>),
+        ...(lbScan.unreadable ? { vmsUnreadableIn: lbScan.unreadable } : {}),
+      },
     });
     const text = (): void => {
       for (const line of renderOrphanReport(volumes, { minAge: opts.minAge })) ctx.out(line);
@@ -65,6 +68,7 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
       for (const line of renderLbReport(lbs, {
         minAge: opts.minAge,
         ...(lbScan.notListed ? { notListed: lbScan.notListed } : {}),
+        ...(lbScan.unreadable ? { unreadable: lbScan.unreadable } : {}),
       }))
         ctx.out(line);
     };
@@ -115,7 +119,10 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
     .description(
       'list what deleted guest clusters left on Harvester: volumes no VM uses and load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster; --delete removes them',
     )
-    .option('-n, --namespace <namespace>', 'look in this namespace only (default: every namespace)')
+    .option(
+      '-n, --namespace <namespace>',
+      'look in this namespace only (default: every namespace); whether a guest cluster is gone is still judged by its VMs in every namespace the credential can read',
+    )
     .option(
       '--kubeconfig <file>',
       'Harvester kubeconfig (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',
