@@ -34,6 +34,7 @@ import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
 import type { FailureReason } from './gate-decision.js';
 import type { HarvesterClients } from './harvester-access.js';
+import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
 import { lbOwnership } from './lb-ownership.js';
 import { describeFailure } from './machine-cleanup.js';
 import { Counter, type Registry } from 'prom-client';
@@ -310,7 +311,7 @@ export class LoadBalancerCleanup {
       return {
         kind: 'failed',
         reason: 'HarvesterCredentialMissing',
-        message: `no Harvester cloud credential Secret found for the load balancers of ${pending.cluster} in ${target.vmNamespace}; tried ${target.candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured'}`,
+        message: `no Harvester cloud credential Secret found for the load balancers of ${pending.cluster} in ${target.vmNamespace}; tried ${target.candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured'} (${UNSEEN_CREDENTIAL_HINT})`,
       };
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const c of usable) {
