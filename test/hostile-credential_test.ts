@@ -8,7 +8,7 @@
 // tripwire fires: nothing sent, nothing read, nothing run. First the attack the security
 // review reproduced on main (token-file naming the ServiceAccount token, server the
 // attacker's), then fast-check over every field that names a file, a command or a proxy,
-// spelled as Go or client-node reads them, with unicode and huge values around them.
+// as client-go and client-node spell them and in other letter cases, with unicode and huge values around them.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';

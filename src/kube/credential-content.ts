@@ -70,7 +70,8 @@ function refused(
     const body = isObject(entry) ? entry[inner] : undefined;
     if (!isObject(body)) return;
     for (const [key, value] of Object.entries(body)) {
-      // Go's JSON decoding matches field names regardless of case, so "Exec" counts too.
+      // Refused in any letter case ("Exec"): client-go and client-node match names exactly,
+      // but a reader that does not (Go's encoding/json) must find nothing either.
       const what = fields.get(key.toLowerCase());
       // The index only: names and values are the content's own text, of any size.
       if (what && isSet(value)) problems.push(`${list}[${i}].${inner}.${fieldName(key)} ${what}`);

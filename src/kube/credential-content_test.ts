@@ -45,7 +45,7 @@ const HOSTILE: Array<[string, () => string, string]> = [
     'users[0].user.exec runs a command',
   ],
   [
-    'Exec (Go matches any case)',
+    'Exec (any letter case)',
     () => kubeconfig({ Exec: { command: wires.command } }),
     'users[0].user.Exec runs a command',
   ],

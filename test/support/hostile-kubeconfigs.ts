@@ -1,6 +1,6 @@
 // Kubeconfigs a hostile cloud credential could hold, for fast-check: Rancher's shape (a
 // token, the server) with one or more fields that name a file to read, a command to run or
-// a proxy, in any spelling client-go or client-node reads, with unicode and huge values
+// a proxy, as client-go or client-node spells it and in other letter cases, with unicode and huge values
 // around them. Each names the tripwires (src/kube/testing/tripwires.ts), so that anything
 // read, run or sent shows; `fields` are the phrases the refusal must contain.
 import fc from 'fast-check';
