@@ -147,12 +147,15 @@ export class CredentialMonitor {
     const known = this.answers.get(key);
     // Until a probe of this version answers, the last answer stands (a renewal does not
     // flash "unknown"); between probes the expiry alone can move the state.
-    const { probe, problem, at: probedAt } =
-      known?.version === version
-        ? known
-        : previous
-          ? { probe: previous.probe, problem: previous.problem, at: previous.probedAt }
-          : { probe: 'not-probed' as const, problem: undefined, at: undefined };
+    const {
+      probe,
+      problem,
+      at: probedAt,
+    } = known?.version === version
+      ? known
+      : previous
+        ? { probe: previous.probe, problem: previous.problem, at: previous.probedAt }
+        : { probe: 'not-probed' as const, problem: undefined, at: undefined };
     const expiresAt = expiryFromAnnotation(secret);
     const health = classifyCredential({
       expiresAt,
@@ -211,7 +214,8 @@ export class CredentialMonitor {
     const done = Promise.race([probeCredential(client), overdue])
       .then(
         ({ result, error }) => {
-          if (error) this.deps.logger.debug('credential probe', { secret: key, result, error: error.message });
+          if (error)
+            this.deps.logger.debug('credential probe', { secret: key, result, error: error.message });
           return result === 'not-probed' ? 'unreachable' : result;
         },
         (err: unknown): ProbeResult => {
