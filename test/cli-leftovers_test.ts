@@ -241,6 +241,74 @@ describe('leftovers', () => {
     });
     assert.deepEqual(await lbs(), [world.liveLb, world.unknownNearLive, world.vmLb].sort());
   });
+
+  it('judges a guest cluster gone by its VMs in every namespace it can read, not only --namespace', async () => {
+    const { admin } = fixture.sandbox.harvester;
+    const other = 'spread-vms';
+    await admin.create(Resources.namespace, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: other },
+    });
+    // Its first pool's VM ran the cloud provider in default; a second pool's VM is in spread-vms.
+    await createMachineVm(admin, { instanceName: 'spread-m1', clusterName: 'spread', vmNamespace: ns });
+    const lb =
+      (
+        await ensureGuestLoadBalancer(admin, {
+          cluster: 'spread',
+          namespace: ns,
+          service: { namespace: 'default', name: 'web' },
+        })
+      ).metadata.name ?? '';
+    await createMachineVm(admin, { instanceName: 'spread-m2', clusterName: 'spread', vmNamespace: other });
+    await admin.delete(Resources.virtualMachine, { namespace: ns, name: 'spread-m1' });
+    await vmGone('spread-m1');
+    try {
+      const r = (
+        await cli.expect(0, [
+          'leftovers',
+          '--kubeconfig',
+          world.admin,
+          '--namespace',
+          ns,
+          '--min-age',
+          '0',
+          '-o',
+          'json',
+        ])
+      ).json<Report>();
+      assert.equal(
+        lbGroups(r)['spread'],
+        undefined,
+        'not a leftover: the cluster still has a VM in spread-vms',
+      );
+      const skipped = r.loadBalancers.skipped.liveCluster.find((x) => x.name === lb);
+      assert.match(skipped?.reason ?? '', /guest cluster "spread" still has VMs \(spread-vms\/spread-m2\)/);
+      const deleting = (
+        await cli.expect(0, [
+          'leftovers',
+          '--kubeconfig',
+          world.admin,
+          '--namespace',
+          ns,
+          '--min-age',
+          '0',
+          '--delete',
+          '--yes',
+          '-o',
+          'json',
+        ])
+      ).json<Report>();
+      assert.ok(!deleting.deletion?.loadBalancers.deleted.includes(`${ns}/${lb}`));
+      assert.ok(
+        await admin.find(Resources.loadBalancer, { namespace: ns, name: lb }),
+        'its load balancer stays',
+      );
+    } finally {
+      await admin.delete(Resources.loadBalancer, { namespace: ns, name: lb });
+      await admin.delete(Resources.virtualMachine, { namespace: other, name: 'spread-m2' });
+    }
+  });
 });
 
 describe("rm --dry-run and the guest cluster's load balancers", () => {

@@ -274,6 +274,27 @@ describe('host devices (--harvester-host-device-info)', () => {
     );
   });
 
+  it('on Harvester v1.7, refuses a device name libvirt would refuse as its alias, naming the field; v1.8 encodes it', async () => {
+    const admin = fixture.sandbox.harvester.admin;
+    const dotted = JSON.stringify({ hostDevices: [{ name: 'gpu.node-1', deviceName: T4 }] });
+    await admin.patch(Resources.setting, { name: 'server-version' }, { value: 'v1.7.1' });
+    try {
+      const old = machine('gpu-pool1-aaaaa-dotted', dotted);
+      assert.match(
+        await refusal(old.driver.preCreateCheck()),
+        /hostDevices\[0\]\.name "gpu\.node-1" holds "\.": Harvester v1\.7\.1 passes it to libvirt as the device alias ua-hostdevice-<name>.*\(--harvester-host-device-info\)/,
+      );
+    } finally {
+      await admin.patch(Resources.setting, { name: 'server-version' }, { value: 'v1.8.0' });
+    }
+    const current = machine('gpu-pool1-aaaaa-dotted2', dotted);
+    const outcome = await current.driver.preCreateCheck().then(
+      () => 'passed',
+      (e: unknown) => String(e),
+    );
+    assert.doesNotMatch(outcome, /hostDevices\[0\]\.name/);
+  });
+
   it('refuses host devices on a Harvester without the pcidevices add-on', async () => {
     const admin = fixture.sandbox.harvester.admin;
     for (const plural of ['pcidevices', 'pcideviceclaims', 'usbdevices', 'usbdeviceclaims']) {

@@ -3,6 +3,7 @@
 // https://<rancher>/k8s/clusters/<clusterId>, token "<name>:<secret>"; rancher
 // pkg/kubeconfig), and the Secret in cattle-global-data that holds it, with the expiry
 // annotation Rancher >= 2.9.3 writes (Unix milliseconds of the token's expiresAt).
+import { CREDENTIAL_LABEL } from '../../src/controller/constants.js';
 import { parse, stringify } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
 import { isAlreadyExists } from '../../src/kube/errors.js';
@@ -84,6 +85,8 @@ export function harvesterCloudCredential(opts: {
     metadata: {
       name: opts.name,
       namespace: CLOUD_CREDENTIAL_NAMESPACE,
+      // As the chart README asks operators to label their Harvester credentials.
+      labels: { [CREDENTIAL_LABEL]: 'true' },
       annotations: {
         'field.cattle.io/name': opts.displayName ?? opts.name,
         'provisioning.cattle.io/driver': 'harvester',

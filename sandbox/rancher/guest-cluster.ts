@@ -11,6 +11,7 @@
 import crypto from 'node:crypto';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
 import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/labels.js';
+import { CLOUD_PROVIDER_CHART } from '../../src/rancher/chart-values.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -41,6 +42,12 @@ export interface GuestClusterSpec {
   pools: GuestPool[];
   vmNamespace: string;
   optOut?: boolean;
+  /**
+   * The harvester-cloud-provider chart value global.cattle.clusterName (its --cluster-name,
+   * the label of its load balancers): the cluster's name by default, as Rancher's UI sets it;
+   * another name as a copied or Terraform-made cluster may carry; null for none.
+   */
+  cloudProviderClusterName?: string | null;
   /** The guest's apiserver as Cluster API reaches it (`<cluster>-kubeconfig`): where its nodes register. */
   downstreamKubeconfig: string;
   /** How long to wait for every Machine to be Running (default 120 s). */
@@ -76,6 +83,15 @@ export async function createGuestCluster(
     spec: {
       ...(spec.clusterCredential ? { cloudCredentialSecretName: spec.clusterCredential } : {}),
       rkeConfig: {
+        ...(spec.cloudProviderClusterName === null
+          ? {}
+          : {
+              chartValues: {
+                [CLOUD_PROVIDER_CHART]: {
+                  global: { cattle: { clusterName: spec.cloudProviderClusterName ?? name } },
+                },
+              },
+            }),
         machinePools: spec.pools.map((p) => ({
           name: p.name,
           quantity: p.quantity,

@@ -45,6 +45,11 @@ export function cloudProviderLbName(
 export interface GuestLoadBalancerRequest {
   /** The cloud provider's --cluster-name (Rancher's UI: the guest cluster's name). */
   cluster: string;
+  /**
+   * The guest cluster it runs in (whose VMs carry guestcluster.harvesterhci.io/name), when
+   * its chart values gave it another --cluster-name; default `cluster`.
+   */
+  guestCluster?: string;
   /** Its kubeconfig's namespace: the guest cluster's VMs' namespace on Harvester. */
   namespace: string;
   service: { namespace: string; name: string; uid?: string };
@@ -72,11 +77,11 @@ export async function ensureGuestLoadBalancer(
 ): Promise<GuestLoadBalancer> {
   const vms = await harvester.list<KubeObject>(Resources.virtualMachine, {
     namespace: req.namespace,
-    labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${req.cluster}`,
+    labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${req.guestCluster ?? req.cluster}`,
   });
   if (vms.items.length === 0)
     throw new Error(
-      `guest cluster ${req.cluster} has no VM in ${req.namespace}: no cloud provider runs for it to make a load balancer`,
+      `guest cluster ${req.guestCluster ?? req.cluster} has no VM in ${req.namespace}: no cloud provider runs for it to make a load balancer`,
     );
   const uid = req.service.uid ?? crypto.randomUUID();
   const name = cloudProviderLbName(req.cluster, req.service.namespace, req.service.name, uid);

@@ -44,7 +44,7 @@ export interface MachinePool {
 export interface ProvisioningCluster extends KubeObject {
   spec?: {
     cloudCredentialSecretName?: string | null;
-    rkeConfig?: { machinePools?: MachinePool[] | null } | null;
+    rkeConfig?: { machinePools?: MachinePool[] | null; chartValues?: unknown } | null;
   };
   status?: { clusterName?: string; cloudCredentialSecretName?: string };
 }

@@ -1,6 +1,7 @@
 // What ls and inspect show about a stored machine, from its saved config alone (pure):
 // where its VM is, its address, and its credential described without any secret.
 import { parseFixedAddress, type FixedAddress } from '../harvester/address-claims.js';
+import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { describeKubeconfig, loadKubeconfig } from '../kube/kubeconfig-content.js';
 import { describeCredential } from '../kube/credential.js';
 import type { HostConfig } from './store/host-config.js';
@@ -47,11 +48,15 @@ export function describeFixedAddress(f: FixedAddress): string {
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-export function describeSavedCredential(kubeconfig: string): CredentialSummary | { error: string } {
+/** `trust`: a stored machine's kubeconfig is the operator's; doctor says whose it checks. */
+export function describeSavedCredential(
+  kubeconfig: string,
+  trust: KubeconfigTrust = 'operator',
+): CredentialSummary | { error: string } {
   if (!kubeconfig) return { error: 'no kubeconfig saved (the driver falls back to $KUBECONFIG)' };
   try {
-    const { server } = describeKubeconfig(kubeconfig);
-    const credential = describeCredential(loadKubeconfig(kubeconfig));
+    const { server } = describeKubeconfig(kubeconfig, trust);
+    const credential = describeCredential(loadKubeconfig(kubeconfig, trust));
     return {
       server,
       identity: credential.identity ?? 'no credential',

@@ -87,6 +87,7 @@ export class CleanupController {
       probeIntervalMs: config.probeIntervalMs,
       expiringSoonMs: config.expiringSoonMs,
       enqueueClusters: (keys) => keys.forEach((k) => this.queues.clusters.enqueue(parseKey(k))),
+      enqueueCredential: (key) => this.queues.credentials.enqueue(parseKey(key)),
       onChange,
     });
     this.reconciler = new MachineReconciler({
@@ -218,11 +219,16 @@ export class CleanupController {
   }
 
   /** Resolves when no work is queued or running (tests, benchmarks). */
-  idle(): Promise<void> {
-    return this.manager.idle();
+  async idle(): Promise<void> {
+    // A credential probe runs beside its queue and brings its key back when it answers.
+    do {
+      await this.monitor.probesSettled();
+      await this.manager.idle();
+    } while (this.monitor.probing);
   }
 
   async stop(): Promise<void> {
+    this.monitor.stop();
     await this.manager.stop();
     await this.events.drain();
     await this.status.stop();

@@ -27,6 +27,7 @@ import {
 import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
+import { cloudProviderClusterName } from '../rancher/chart-values.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
@@ -41,6 +42,8 @@ import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
 import type { FailureReason } from './gate-decision.js';
 import type { HarvesterClients } from './harvester-access.js';
+import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
+import { lbOwnership } from './lb-ownership.js';
 import { describeFailure } from './machine-cleanup.js';
 import { Counter, type Registry } from 'prom-client';
 
@@ -91,6 +94,8 @@ interface Pending {
   since: number;
   /** What Events are recorded on (the cluster object as last seen). */
   subject: { type: ResourceType; object: KubeObject };
+  /** Its cloud provider's --cluster-name from its chart values, while its provisioning Cluster was seen. */
+  lbClusterName: string | undefined;
   targets: Map<string, Target>;
   done: Set<string>;
   attempts: number;
@@ -204,9 +209,11 @@ export class LoadBalancerCleanup {
       done: new Set(),
       attempts: 0,
       notBefore: 0,
+      lbClusterName: undefined,
     };
     pending.subject = subject;
     const prov = this.deps.caches.provisioningClusters.get(objectKey(namespace, cluster));
+    if (prov) pending.lbClusterName = cloudProviderClusterName(prov);
     for (const hm of this.machinesOf(namespace, cluster)) {
       const pool = findMachinePool({
         cluster: prov,
@@ -236,6 +243,26 @@ export class LoadBalancerCleanup {
     }
     const early = pending.notBefore - this.now();
     if (early > 0) return { requeueAfterMs: early };
+    // Before anything is listed on Harvester: the label must be this cluster's alone.
+    const ownership = lbOwnership(
+      { namespace: pending.namespace, name: pending.cluster, lbClusterName: pending.lbClusterName },
+      this.deps.caches.provisioningClusters.list().map((c) => ({
+        namespace: c.metadata.namespace ?? '',
+        name: c.metadata.name ?? '',
+        lbClusterName: cloudProviderClusterName(c),
+      })),
+    );
+    if (!ownership.certain) {
+      this.finish(key);
+      this.deps.metrics.results.inc({ result: 'refused', namespace: '' });
+      this.record(
+        pending.subject,
+        'Warning',
+        LbReasons.refused,
+        `the load balancers of guest cluster ${pending.cluster} are not deleted: ${ownership.reason}; check them with "harvester-machine leftovers"`,
+      );
+      return;
+    }
     const waits: string[] = [];
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const [id, target] of pending.targets) {
@@ -291,7 +318,7 @@ export class LoadBalancerCleanup {
       return {
         kind: 'failed',
         reason: 'HarvesterCredentialMissing',
-        message: `no Harvester cloud credential Secret found for the load balancers of ${pending.cluster} in ${target.vmNamespace}; tried ${target.candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured'}`,
+        message: `no Harvester cloud credential Secret found for the load balancers of ${pending.cluster} in ${target.vmNamespace}; tried ${target.candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured'} (${UNSEEN_CREDENTIAL_HINT})`,
       };
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const c of usable) {

@@ -3,6 +3,7 @@
 // falling back to other credentials of the same Harvester cluster when one is rejected.
 // attemptCleanup is what the reconciler calls: it never throws and never outlasts the
 // time it was given, so every attempt ends in an outcome the gate's deadline applies to.
+import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
 import { formatDuration } from '../common/durations.js';
 import { isCredentialRejected, KubeError } from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
@@ -90,7 +91,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
     return {
       kind: 'failed',
       reason: 'HarvesterCredentialMissing',
-      message: `no Harvester cloud credential Secret found; tried ${tried}`,
+      message: `no Harvester cloud credential Secret found; tried ${tried} (${UNSEEN_CREDENTIAL_HINT})`,
     };
   }
   const failures: Array<{ reason: FailureReason; message: string }> = [];

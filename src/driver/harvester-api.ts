@@ -2,6 +2,7 @@
 // it touches, every call through the one KubeClient, and a rejected credential turned
 // into CredentialRejectedError at this single place (so no operation can forget it).
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
+import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { isCredentialRejected, isNotFound } from '../kube/errors.js';
 import {
   Resources,
@@ -78,7 +79,7 @@ export class HarvesterApi {
   static fromKubeconfig(
     content: string,
     source: CredentialSource,
-    options: KubeClientOptions = {},
+    options: KubeClientOptions & { trust?: KubeconfigTrust } = {},
   ): HarvesterApi {
     return new HarvesterApi(KubeClient.fromKubeconfig(content, options), source);
   }

@@ -2,7 +2,8 @@
 // bounded retries with backoff (honouring Retry-After), and classified errors.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describeCredential } from './credential.js';
-import { kubeConfigFromText, type LoadedKubeconfig } from './kubeconfig-loading.js';
+import { kubeConfigFor, type KubeconfigTrust } from './credential-content.js';
+import type { LoadedKubeconfig } from './kubeconfig-loading.js';
 import {
   ignoreNotFound,
   isKubeError,
@@ -121,10 +122,19 @@ export class KubeClient {
     this.sleep = options.sleep ?? defaultSleep;
   }
 
-  /** A client for the current context of a kubeconfig given as YAML text. */
-  static fromKubeconfig(content: string, options: KubeClientOptions = {}): KubeClient {
+  /**
+   * A client for the current context of a kubeconfig given as YAML text. By default the text
+   * is someone else's (a cloud credential's): a field that names a file, a command or a
+   * proxy is refused before anything is read, run or sent (credential-content.ts). Content
+   * the operator wrote (their own file, the sandbox's) passes `trust: 'operator'`.
+   */
+  static fromKubeconfig(
+    content: string,
+    options: KubeClientOptions & { trust?: KubeconfigTrust } = {},
+  ): KubeClient {
     registerSecret(content);
-    return new KubeClient(kubeConfigFromText(content), options);
+    const { trust = 'credential', ...clientOptions } = options;
+    return new KubeClient(kubeConfigFor(content, trust), clientOptions);
   }
 
   /** A client for a kubeconfig loaded by client-go's rules (kubeconfig-loading.ts), in-cluster too. */

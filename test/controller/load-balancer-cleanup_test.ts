@@ -41,7 +41,13 @@ const sbx = (): Sandbox => world.sandbox;
 /** A guest cluster as Rancher made it, its VMs on Harvester, and one load balancer per Service. */
 async function guest(
   name: string,
-  opts: { machines: number; services: string[]; optOut?: boolean },
+  opts: {
+    machines: number;
+    services: string[];
+    optOut?: boolean;
+    /** Its chart values' global.cattle.clusterName, when not its own name (a copied cluster). */
+    chartClusterName?: string;
+  },
 ): Promise<{ machines: GuestMachine[]; lbs: Array<LoadBalancer & KubeObject> }> {
   const s = sbx();
   const machines = await createGuestCluster(s.rancher.admin, {
@@ -52,6 +58,7 @@ async function guest(
     vmNamespace: VM_NS,
     downstreamKubeconfig: s.kubeconfigs.rancherLocal,
     ...(opts.optOut ? { optOut: true } : {}),
+    ...(opts.chartClusterName ? { cloudProviderClusterName: opts.chartClusterName } : {}),
   });
   for (const m of machines)
     await createMachineVm(s.harvester.admin, {
@@ -63,7 +70,8 @@ async function guest(
   for (const service of opts.services)
     lbs.push(
       await ensureGuestLoadBalancer(s.harvester.admin, {
-        cluster: name,
+        cluster: opts.chartClusterName ?? name,
+        guestCluster: name,
         namespace: VM_NS,
         service: { namespace: 'default', name: service },
       }),
@@ -170,6 +178,33 @@ describe('load balancers of deleted guest clusters (controller + stand-ins on th
     // The cluster objects' last updates (Cluster API's finalizer, Rancher's) come after the
     // cleanup: they start no second one that would find no HarvesterMachine left.
     assert.deepEqual(await clusterEvents('lb-a', 'HarvesterLoadBalancerCleanupSkipped'), []);
+  });
+
+  it('two clusters whose chart values share a cluster name keep each other’s load balancers: refused, naming the other', async () => {
+    await setServerVersion('v1.7.1');
+    // lb-dup-b was made from a copy of lb-dup-a's values: its cloud provider labels its load
+    // balancers lb-dup-a too.
+    const a = await guest('lb-dup-a', { machines: 1, services: ['web'] });
+    const b = await guest('lb-dup-b', { machines: 1, services: ['web'], chartClusterName: 'lb-dup-a' });
+    const deletedBefore = await metric('harvester_machine_lb_deleted_total');
+    await deleteClusterAndWait('lb-dup-a');
+    const events = await eventuallyValue(
+      'the HarvesterLoadBalancerCleanupRefused Event on lb-dup-a',
+      () => clusterEvents('lb-dup-a', 'HarvesterLoadBalancerCleanupRefused'),
+      (e) => e.length > 0,
+      60_000,
+    );
+    assert.match(
+      events[0] ?? '',
+      new RegExp(`guest cluster ${NS}/lb-dup-b also labels its load balancers "lb-dup-a"`),
+    );
+    const left = await lbNames();
+    assert.ok(
+      left.includes(b.lbs[0]?.metadata.name ?? '-'),
+      `lb-dup-b's load balancer is kept: ${left.join(', ')}`,
+    );
+    assert.ok(left.includes(a.lbs[0]?.metadata.name ?? '-'), 'and lb-dup-a’s, which cannot be told from it');
+    assert.equal(await metric('harvester_machine_lb_deleted_total'), deletedBefore, 'none deleted');
   });
 
   it('keeps the load balancers of an opted-out cluster, and says so', async () => {

@@ -46,8 +46,8 @@ interface LeftoversOptions {
 async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
-  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env);
-  const client = KubeClient.fromKubeconfig(content);
+  const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env);
+  const client = KubeClient.fromKubeconfig(content, { trust });
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
       if (isForbidden(err) && opts.namespace === undefined)
@@ -66,7 +66,10 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     const includeUnknown = Boolean(opts.includeUnknown);
     const report = (): Record<string, unknown> => ({
       volumes: orphanReportJson(volumes),
-      loadBalancers: lbReportJson(lbs, lbScan.notListed),
+      loadBalancers: {
+        ...(lbReportJson(lbs, lbScan.notListed) as Record<string, unknown>),
+        ...(lbScan.unreadable ? { vmsUnreadableIn: lbScan.unreadable } : {}),
+      },
       addressClaims: claimReportJson(claimScan),
     });
     const text = (): void => {
@@ -75,6 +78,7 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
       for (const line of renderLbReport(lbs, {
         minAge: opts.minAge,
         ...(lbScan.notListed ? { notListed: lbScan.notListed } : {}),
+        ...(lbScan.unreadable ? { unreadable: lbScan.unreadable } : {}),
       }))
         ctx.out(line);
       ctx.out();
@@ -135,7 +139,10 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
     .description(
       'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, and fixed-address claims whose VM is gone; --delete removes them',
     )
-    .option('-n, --namespace <namespace>', 'look in this namespace only (default: every namespace)')
+    .option(
+      '-n, --namespace <namespace>',
+      'look in this namespace only (default: every namespace); whether a guest cluster is gone is still judged by its VMs in every namespace the credential can read',
+    )
     .option(
       '--kubeconfig <file>',
       'Harvester kubeconfig (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',

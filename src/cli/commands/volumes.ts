@@ -93,8 +93,8 @@ export async function deleteOrphans(
 async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
-  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
-  const client = KubeClient.fromKubeconfig(content);
+  const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
+  const client = KubeClient.fromKubeconfig(content, { trust });
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
       if (isForbidden(err) && opts.namespace === undefined) {

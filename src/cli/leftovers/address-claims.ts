@@ -10,7 +10,7 @@ import {
   type LeftoverClaim,
 } from '../../harvester/address-claims.js';
 import type { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isConflict, isForbidden } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 
@@ -38,7 +38,7 @@ export async function scanAddressClaims(
     });
     return { claims: leftoverClaims(claims, vms, Date.now(), minAgeMs) };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Forbidden')
+    if (isForbidden(err))
       return { claims: undefined, notListed: `the credential may not list ConfigMaps: ${err.message}` };
     throw err;
   }
@@ -81,7 +81,7 @@ export async function deleteLeftoverClaims(
       );
       outcome.deleted.push(id);
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'Conflict') {
+      if (isConflict(err)) {
         outcome.failed.push({
           claim: id,
           error: 'changed since it was listed (adopted by a VM?): left alone',

@@ -10,6 +10,7 @@ import { parseKeyValues } from '../../harvester/user-metadata.js';
 import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
 import { FLAGS, type FlagSpec } from '../flags.js';
 import type { FlagValues } from '../machine-driver.js';
+import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import { configProblems } from './checks.js';
 import { defaultHarvesterMachineOptions, type DriverConfig } from './driver-config.js';
 import { ConfigError, Problems } from './problems.js';
@@ -67,7 +68,11 @@ class FlagReader {
  * Go's SetConfigFromFlags on a copy of `base` (a new driver: MachineName, StorePath),
  * then every check. Throws ConfigError listing all problems.
  */
-export function configFromFlags(values: FlagValues, base: GoDriverConfig | DriverConfig): DriverConfig {
+export function configFromFlags(
+  values: FlagValues,
+  base: GoDriverConfig | DriverConfig,
+  trust: KubeconfigTrust = 'credential',
+): DriverConfig {
   const problems = new Problems();
   const read = new FlagReader(values, problems);
   const cfg: DriverConfig = {
@@ -169,7 +174,7 @@ export function configFromFlags(values: FlagValues, base: GoDriverConfig | Drive
 
   // Type problems first; a flag with a type problem is not checked again below.
   const typeProblems = new Set(problems.list.map((p) => p.flag));
-  for (const p of configProblems(cfg, unparsed)) {
+  for (const p of configProblems(cfg, unparsed, trust)) {
     if (!typeProblems.has(p.flag)) problems.list.push(p);
   }
   if (problems.list.length > 0) throw new ConfigError(problems.list);

@@ -137,7 +137,7 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
   const cfg = ctx.config;
   // PreCreateCheck checks this too, but a config loaded from config.json (SetConfigRaw) can
   // reach Create without it: nothing may be created from a config that fails the checks.
-  const problems = configProblems(cfg);
+  const problems = configProblems(cfg, undefined, ctx.kubeconfigTrust);
   if (problems.length > 0) throw new ConfigError(problems);
   for (const warning of configWarnings(cfg)) ctx.log.warn(warning);
   await ensureSshKey(ctx);

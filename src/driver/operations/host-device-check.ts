@@ -4,6 +4,7 @@
 // lists does not block the create: Harvester's own webhook still checks the resource name
 // when the VM is created; the warning says which rule would enable this check
 // (docs/decisions/0010-host-devices.md).
+import { hostDeviceNameProblems } from '../../harvester/host-devices.js';
 import {
   hostDeviceVerdict,
   type DeviceInventory,
@@ -36,6 +37,9 @@ const itemsOf = <T>(l: Listed<T>): T[] | undefined =>
 export async function checkHostDevices(ctx: OperationContext, problems: string[]): Promise<void> {
   const info = ctx.config.HostDeviceInfo;
   if (!info || info.hostDevices.length === 0) return;
+  // checkServer ran first: ServerVersion is this Harvester's.
+  const names = hostDeviceNameProblems(info, ctx.config.ServerVersion || undefined);
+  problems.push(...names.map((p) => `${p} (${FLAG})`));
   const [pci, claims, usb] = await Promise.all([
     listDevices<PciDevice>(ctx, Resources.pciDevice),
     listDevices<PciDeviceClaim>(ctx, Resources.pciDeviceClaim),

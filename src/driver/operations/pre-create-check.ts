@@ -106,7 +106,7 @@ async function checkNetworks(ctx: OperationContext, problems: Problems): Promise
 }
 
 export async function preCreateCheck(ctx: OperationContext): Promise<void> {
-  const configIssues = configProblems(ctx.config);
+  const configIssues = configProblems(ctx.config, undefined, ctx.kubeconfigTrust);
   if (configIssues.length > 0) throw new ConfigError(configIssues);
   const problems: Problems = [];
   const checks = [
