@@ -130,10 +130,7 @@ async function recheck(
     opts.namespace !== undefined ? { namespace: opts.namespace } : {},
   );
   const { vms } = await guestClusterVms(client, opts.namespace, scanned.items);
-  const now = classifyLoadBalancer(
-    fresh,
-    lbClassifyContext(vms, new Date(), opts.minAgeMs),
-  );
+  const now = classifyLoadBalancer(fresh, lbClassifyContext(vms, new Date(), opts.minAgeMs));
   if (now.kind === 'skip') return now.reason;
   if (now.kind === 'not-considered') return 'no longer a guest-cluster load balancer';
   if (now.loadBalancer.cluster === null && !opts.includeUnknown)
