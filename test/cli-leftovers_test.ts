@@ -6,6 +6,7 @@
 // cluster's load balancers as going with the cluster, a plain dry run as kept. ls and inspect
 // show a machine's fixed address and its source; leftovers lists (and deletes) the address
 // claims whose VM is gone.
+import { recordedVolume } from './support/volumes.js';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -95,9 +96,9 @@ describe('leftovers', () => {
         service: { namespace: 'default', name: 'web' },
       })
     ).metadata.name;
-    world.deadVolume = await sandbox.standIns.csi.createVolume({
+    world.deadVolume = await recordedVolume(sandbox.standIns.csi, sandbox.harvester.admin, {
       namespace: ns,
-      guestCluster: 'dead',
+      cluster: 'dead',
       size: '1Gi',
     });
     // Made by cloud providers run without --cluster-name: labelled "kubernetes".

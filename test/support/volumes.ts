@@ -3,6 +3,8 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import type { VirtualMachine } from '../../src/harvester/types.js';
+import { LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
+import type { CsiStandIn } from '../../sandbox/standins/csi/csi.js';
 
 /** PVCs of a namespace that exist and are not being deleted. */
 export async function livePvcs(admin: KubeClient, namespace: string): Promise<Set<string>> {
@@ -50,4 +52,23 @@ export async function waitPvcExists(
     timeoutMs,
     until: (o) => o !== undefined,
   });
+}
+
+/**
+ * A guest cluster's volume as the CSI driver makes it (no label: the released driver sets none),
+ * with its ownership then recorded as the cleanup controller records it from the guest's PVs:
+ * the label the driver's whole-cluster removal selects on (src/harvester/guest-volumes.ts).
+ */
+export async function recordedVolume(
+  csi: CsiStandIn,
+  admin: KubeClient,
+  req: { namespace: string; size: string; cluster: string },
+): Promise<string> {
+  const name = await csi.createVolume({ namespace: req.namespace, size: req.size });
+  await admin.patch(
+    Resources.pvc,
+    { namespace: req.namespace, name },
+    { metadata: { labels: { [LABEL_GUEST_CLUSTER_NAME]: req.cluster } } },
+  );
+  return name;
 }
