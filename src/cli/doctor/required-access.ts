@@ -50,6 +50,26 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
   },
   {
     group: '',
+    resource: 'persistentvolumeclaims',
+    // harvester-machine-controller's ownership record (docs/decisions/0015-guest-cluster-volumes.md)
+    verbs: ['patch'],
+    scope: 'namespace',
+    usedFor:
+      "harvester-machine-controller: label each host volume with its guest cluster, so a whole-cluster removal finds it (not the driver's)",
+    optional: true,
+  },
+  {
+    group: '',
+    resource: 'pods',
+    // the volume cleanup's check that nothing uses a deleted cluster's volume
+    verbs: ['list'],
+    scope: 'namespace',
+    usedFor:
+      "harvester-machine-controller: check that no pod uses a deleted cluster's volume before deleting it (not the driver's)",
+    optional: true,
+  },
+  {
+    group: '',
     resource: 'secrets',
     // the <vm>-cloudinit Secret: createSecret, findSecret, updateSecret
     verbs: ['get', 'create', 'update'],
