@@ -114,7 +114,7 @@ describe('rm --dry-run against rm', () => {
     assert.match(
       text,
       new RegExp(
-        `  PersistentVolumeClaim default/${a.unattached}\\n      why: labelled guestcluster\\.harvesterhci\\.io/name=rm-whole`,
+        `  PersistentVolumeClaim default/${a.unattached}\\n      why: labelled guestcluster\\.harvesterhci\\.io/name=rm-whole \\(the guest's PersistentVolume ${a.unattached} \\(claim default/data-\\w+\\) names it; recorded by harvester-machine-controller at \\S+ by its watch\\)`,
       ),
     );
     assert.match(text, /Nothing was changed\.\n$/);

@@ -121,12 +121,19 @@ export function decideOwnership(input: {
   };
 }
 
-/** What a recorded PVC says of its guest volume, for `rm --dry-run` and the status: "" when nothing. */
+/**
+ * What a recorded PVC says of its guest volume, for `rm --dry-run` and the status: "" when
+ * nothing. Anyone who may edit PVCs on Harvester can write these annotations: a value that is
+ * not what the controller writes (an object name, "namespace/name", "<time> <path>") is not shown.
+ */
 export function describeRecord(pvc: { metadata: { annotations?: Record<string, string> } }): string {
   const a = pvc.metadata.annotations ?? {};
   const pv = a[ANNOTATION_GUEST_VOLUME];
-  if (!pv) return '';
+  if (!pv || !isObjectName(pv)) return '';
   const claim = a[ANNOTATION_GUEST_CLAIM];
-  const recorded = a[ANNOTATION_OWNERSHIP_RECORDED];
-  return `the guest's PersistentVolume ${pv}${claim ? ` (claim ${claim})` : ''} names it; recorded by harvester-machine-controller${recorded ? ` at ${recorded.replace(' ', ' by its ')}` : ''}`;
+  const claimShown = claim?.split('/').length === 2 && claim.split('/').every(isObjectName) ? claim : undefined;
+  const recorded = /^(\d{4}-\d\d-\d\dT[\d:.]+Z) (watch|last inventory)$/.exec(
+    a[ANNOTATION_OWNERSHIP_RECORDED] ?? '',
+  );
+  return `the guest's PersistentVolume ${pv}${claimShown ? ` (claim ${claimShown})` : ''} names it; recorded by harvester-machine-controller${recorded ? ` at ${recorded[1]} by its ${recorded[2]}` : ''}`;
 }

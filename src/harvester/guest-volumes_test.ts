@@ -124,5 +124,19 @@ describe('recording ownership on a host PVC', () => {
       "the guest's PersistentVolume pvc-1 (claim default/data-web-0) names it; recorded by harvester-machine-controller at 2026-03-01T10:00:00.000Z by its watch",
     );
     assert.equal(describeRecord({ metadata: {} }), '');
+    // Annotations anyone editing PVCs may write: only what the controller writes is shown.
+    assert.equal(
+      describeRecord({
+        metadata: {
+          annotations: {
+            [ANNOTATION_GUEST_VOLUME]: 'pvc-1',
+            [ANNOTATION_GUEST_CLAIM]: 'a/b/c',
+            [ANNOTATION_OWNERSHIP_RECORDED]: 'yesterday\nby hand',
+          },
+        },
+      }),
+      "the guest's PersistentVolume pvc-1 names it; recorded by harvester-machine-controller",
+    );
+    assert.equal(describeRecord({ metadata: { annotations: { [ANNOTATION_GUEST_VOLUME]: 'Not A Name' } } }), '');
   });
 });
