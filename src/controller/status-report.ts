@@ -102,7 +102,7 @@ export function renderSummaryText(s: StatusSummary): string {
     lines.push(`  ${i.cluster} at ${i.takenAt}, from ${i.source}: ${i.volumes.length} host volume(s)`);
     for (const v of i.volumes)
       lines.push(
-        `    ${v.namespace ? `${v.namespace}/` : ''}${v.name}: guest PersistentVolume ${v.pv}${v.claim ? ` (claim ${v.claim})` : ''}; ${v.outcome}; goes with the cluster`,
+        `    ${v.namespace ? `${v.namespace}/` : ''}${v.name}: guest PersistentVolume ${v.pv}${v.claim ? ` (claim ${v.claim})` : ''}; ${v.outcome}; ${goesWithCluster(v.outcome) ? 'goes with the cluster (unless a VM or pod still uses it)' : 'stays'}`,
       );
     for (const f of i.failures) lines.push(`    not recorded: ${f}`);
   }
@@ -177,4 +177,9 @@ export class StatusWriter {
     await this.writing;
     if (flush) await this.flush();
   }
+}
+
+/** Recorded for the cluster (now or before): the whole-cluster removal and the volume cleanup take it. */
+function goesWithCluster(outcome: string): boolean {
+  return outcome.startsWith('labelled now') || outcome === 'recorded before';
 }

@@ -150,6 +150,22 @@ describe("guest clusters' host volumes (controller + guest apiservers on the san
       const inventory = await clusterEvents('gv-a', 'GuestVolumesInventoried');
       assert.match(inventory.join('\n'), /last inventory of guest cluster fleet-gv\/gv-a as its deletion starts, from the guest cluster's apiserver/);
       assert.match(inventory.join('\n'), new RegExp(`${VM_NS}/${a1.hostPvc}`));
+      // The status ConfigMap names the volumes that go with the deleted cluster, and why.
+      const summary = await eventuallyValue(
+        "the last inventory in the controller's status",
+        async () =>
+          (
+            await s.rancher.admin.find<KubeObject & { data?: Record<string, string> }>(Resources.configMap, {
+              namespace: 'hm-gv',
+              name: 'harvester-machine-controller-status',
+            })
+          )?.data?.['summary.txt'] ?? '',
+        (t) => t.includes('fleet-gv/gv-a at '),
+      );
+      assert.match(
+        summary,
+        new RegExp(`${VM_NS}/${a1.hostPvc}: guest PersistentVolume ${a1.hostPvc} \\(claim [^)]+\\); recorded before; goes with the cluster`),
+      );
       // The VMs' removals or the volume cleanup took it; the cleanup says which, and what it kept.
       const closing = await eventuallyValue(
         'the volume cleanup Event on gv-a',
