@@ -158,6 +158,17 @@ export async function seedHarvester(admin: KubeClient, publicKey: string): Promi
       url: 'https://images.sandbox.invalid/ubuntu-22.04-server-cloudimg-amd64.img',
     },
   } as KubeObject);
+  await seedNetwork(admin);
+  await createIfAbsent(admin, Resources.keyPair, {
+    apiVersion: 'harvesterhci.io/v1beta1',
+    kind: 'KeyPair',
+    metadata: { name: SEED_KEYPAIR, namespace: ns },
+    spec: { publicKey },
+  } as KubeObject);
+}
+
+/** The VM network every machine of the sandbox attaches to (virt-controller needs it to exist). */
+export async function seedNetwork(admin: KubeClient, ns = SEED_NAMESPACE): Promise<void> {
   await createIfAbsent(admin, Resources.networkAttachmentDefinition, {
     apiVersion: 'k8s.cni.cncf.io/v1',
     kind: 'NetworkAttachmentDefinition',
@@ -181,11 +192,5 @@ export async function seedHarvester(admin: KubeClient, publicKey: string): Promi
         ipam: {},
       }),
     },
-  } as KubeObject);
-  await createIfAbsent(admin, Resources.keyPair, {
-    apiVersion: 'harvesterhci.io/v1beta1',
-    kind: 'KeyPair',
-    metadata: { name: SEED_KEYPAIR, namespace: ns },
-    spec: { publicKey },
   } as KubeObject);
 }

@@ -1,10 +1,9 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
 // VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices add-on,
-// KubeVirt's VM controller and VMI lifecycle (with virt-launcher pods and a kubelet stand-in
-// for them), Longhorn's binding,
-// and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
+// Longhorn's provisioning, the CSI driver's calls, and, beside KubeVirt's own virt-api and
+// virt-controller (sandbox/kubevirt), what its node does: the kubelet and virt-handler
+// (node/). See docs/upstream/harvester-kubevirt.md and docs/upstream/kubevirt.md.
 import type { KubeClient } from '../../src/kube/client.js';
-import { Resources } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import {
   DEFAULT_DELAYS,
@@ -22,9 +21,9 @@ import { pciDevicesStandIn } from './harvester/pcidevices-controller.js';
 import { loadBalancerControllers } from './harvester/load-balancer-controller.js';
 import { harvesterVmController } from './harvester/vm-controller.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
-import { sandboxKubelet } from './kubevirt/pods.js';
-import { kubevirtVmController } from './kubevirt/vm-controller.js';
-import { vmiLifecycle } from './kubevirt/vmi-lifecycle.js';
+import { kubelet } from './node/kubelet.js';
+import { nodeController } from './node/node-controller.js';
+import { virtHandler } from './node/virt-handler.js';
 import { SharedInformers, sleep, type Reconciler } from './runtime.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
@@ -35,6 +34,12 @@ export interface StandInOptions {
   delays?: Partial<Delays>;
   /** Per-VM behaviour decided out of band (never by a marker on the objects): no IP ever for some VMs. */
   noIp?: (vm: VmRef) => boolean;
+  /**
+   * KubeVirt's virt-api and virt-controller run beside (sandbox/kubevirt): the node stand-in
+   * plays the rest, writing VMIs with this client (virt-handler's service account). Without it
+   * nothing runs VMs.
+   */
+  virtHandlerClient?: KubeClient;
   logger?: Logger;
 }
 
@@ -63,12 +68,12 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   };
   const reconcilers: Reconciler[] = [];
   const faults = new Faults((key) => harvesterVm.enqueue(key));
-  const ctx: StandInContext = { client: admin, logger, informers, behaviour, faults };
+  const kubevirt = options.virtHandlerClient !== undefined;
+  const ctx: StandInContext = { client: admin, logger, informers, behaviour, faults, kubevirt };
 
   const harvesterVm = harvesterVmController(ctx);
-  const devices = pciDevicesStandIn(ctx, (key) => lifecycle.enqueue(key));
-  ctx.placement = devices.placement;
-  const lifecycle = vmiLifecycle(ctx);
+  const devices = pciDevicesStandIn(ctx);
+  const handler = options.virtHandlerClient ? virtHandler(ctx, options.virtHandlerClient) : undefined;
   reconcilers.push(
     ...devices.reconcilers,
     harvesterVm,
@@ -76,11 +81,9 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     vmiNetworkController(ctx),
     keyPairController(ctx),
     imageController(ctx),
-    longhornBinder(ctx),
-    kubevirtVmController(ctx),
-    lifecycle,
-    sandboxKubelet(ctx),
+    ...longhornBinder(ctx),
     ...loadBalancerControllers(ctx),
+    ...(handler ? [nodeController(ctx, devices.offer), kubelet(ctx), handler.reconciler] : []),
   );
 
   await ensureDefaultStorageClass(admin);
@@ -98,9 +101,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
       if (change.delays) behaviour.delays = { ...behaviour.delays, ...change.delays };
       if (change.noIp) behaviour.noIp = change.noIp;
       // VMIs sleeping out the old delays look again with the new ones.
-      for (const vmi of informers.get(Resources.virtualMachineInstance).list()) {
-        lifecycle.enqueue(`${vmi.metadata.namespace ?? ''}/${vmi.metadata.name ?? ''}`);
-      }
+      handler?.requeueAll();
     },
     faults: {
       holdRemoval: (ns, vm) => faults.holdRemoval(ns, vm),

@@ -130,6 +130,7 @@ export interface PersistentVolumeClaim extends KubeObject {
     accessModes?: string[];
     volumeMode?: string;
     storageClassName?: string;
+    volumeName?: string;
     resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
     [field: string]: unknown;
   };
@@ -139,6 +140,25 @@ export interface PersistentVolumeClaim extends KubeObject {
     accessModes?: string[];
     [field: string]: unknown;
   };
+}
+
+export interface PersistentVolume extends KubeObject {
+  spec: {
+    capacity?: Record<string, string>;
+    accessModes?: string[];
+    volumeMode?: string;
+    storageClassName?: string;
+    persistentVolumeReclaimPolicy?: string;
+    claimRef?: { apiVersion?: string; kind?: string; namespace?: string; name?: string; uid?: string };
+    csi?: {
+      driver: string;
+      volumeHandle: string;
+      fsType?: string;
+      volumeAttributes?: Record<string, string>;
+    };
+    [field: string]: unknown;
+  };
+  status?: { phase?: string; [field: string]: unknown };
 }
 
 export interface StorageClass extends KubeObject {

@@ -1,19 +1,28 @@
 // Harvester's pcidevices-controller add-on (harvester/pcidevices v1.8.0), as far as the
 // driver can see it (docs/upstream/harvester-host-devices.md):
-// - the PCIDeviceClaim controller: a claim owned by its PCIDevice binds the device to
-//   vfio-pci (PCIDevice status.kernelDriverInUse), hands it to the device plugin and sets
-//   status.passthroughEnabled; its removal gives the device back to its original driver;
-// - the USBDeviceClaim controller: USBDevice status.enabled, the claim's nodeName/pciAddress;
-// - the device plugins and the kubelet's device manager: a node offers a resource for each
-//   enabled device, a launcher pod is scheduled only where its device resources are free,
-//   and is allocated specific devices (`placement`, used by the VMI lifecycle);
-// - vGPUs only as a fixed offer of the sandbox node (SANDBOX_VGPUS);
+// - the PCIDeviceClaim controller: a claim owned by its PCIDevice permits the device's
+//   vendor:device in the KubeVirt CR (`permittedHostDevices.pciHostDevices`, kept when the claim
+//   goes, as upstream keeps it), binds the device to vfio-pci (PCIDevice
+//   status.kernelDriverInUse), hands it to the device plugin and sets status.passthroughEnabled;
+//   its removal gives the device back to its original driver;
+// - the USBDeviceClaim controller: `permittedHostDevices.usb` (removed with the claim),
+//   USBDevice status.enabled, the claim's nodeName/pciAddress;
+// - the device plugins: a node offers a resource for each enabled device (`offer`, which the
+//   node stand-in reports as the Node's allocatable, so kube-scheduler places launcher pods by
+//   it), and the kubelet's device manager gives a bound pod specific devices;
+// - vGPUs only as a fixed offer of the sandbox node (SANDBOX_VGPUS), permitted as the vGPU
+//   controller's PCIDeviceClaims would permit them;
 // - the VM controller: `harvesterhci.io/deviceAllocationDetails` on the VM of a Running VMI,
 //   the PCI devices its pod was given.
 import { Resources } from '../../../src/kube/resources.js';
+import { KubeVirtResources } from '../../kubevirt/resources.js';
+import type { KubeVirtCr, PermittedHostDevices } from '../../kubevirt/kubevirt-cr.js';
+import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE } from '../../kubevirt/version.js';
 import type { StandInContext } from '../context.js';
 import { ExtraResources, Labels, SANDBOX_NODE } from '../names.js';
-import { Reconciler, keyOf } from '../runtime.js';
+import type { DeviceOffer } from '../node/node-controller.js';
+import { LAUNCHER } from '../node/kubelet.js';
+import { Reconciler } from '../runtime.js';
 import type { Pod, VirtualMachine, VirtualMachineInstance } from '../types.js';
 import {
   mergePatchWithRetry,
@@ -23,7 +32,6 @@ import {
   withFinalizer,
   withoutFinalizer,
 } from '../writes.js';
-import { POD_SELECTOR, LAUNCHER } from '../kubevirt/pods.js';
 import { ANNOTATION_PCI_DEVICE_DRIVER, SANDBOX_VGPUS } from './device-discovery.js';
 import type {
   PciDeviceClaimObject,
@@ -37,12 +45,6 @@ export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDet
 /** wrangler's OnRemove handlers "PCIDeviceClaimOnRemove" and "usbClaimClient-device-claim-remove". */
 export const FINALIZER_PCI_CLAIM = 'wrangler.cattle.io/PCIDeviceClaimOnRemove';
 export const FINALIZER_USB_CLAIM = 'wrangler.cattle.io/usbClaimClient-device-claim-remove';
-
-/** What the scheduler and the kubelet's device manager decide for launcher pods. */
-export interface Placement {
-  /** Why the pod cannot be bound to the sandbox node now, as kube-scheduler words it; undefined when it fits. */
-  unschedulable(pod: Pod): string | undefined;
-}
 
 const NOT_DEVICES = new Set(['cpu', 'memory', 'ephemeral-storage', 'pods']);
 
@@ -61,18 +63,86 @@ export function deviceRequests(pod: Pod): Map<string, number> {
 
 export interface DeviceStandIns {
   reconcilers: Reconciler[];
-  placement: Placement;
+  offer: DeviceOffer;
 }
 
-export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string) => void): DeviceStandIns {
+/** A vGPU's PCI function (NVIDIA A2 virtual function): what its claim would permit. */
+const VGPU_VENDOR_SELECTOR = '10de:25b6';
+
+/** reconcileKubevirtCR: the device's entry (re)added unless an external-provider one is there. */
+export function permitPciDevice(
+  permitted: PermittedHostDevices | undefined,
+  device: { resourceName: string; vendorSelector: string },
+): PermittedHostDevices {
+  const next = { ...permitted, pciHostDevices: [...(permitted?.pciHostDevices ?? [])] };
+  const i = next.pciHostDevices.findIndex((d) => d.resourceName === device.resourceName);
+  if (i >= 0 && next.pciHostDevices[i]?.externalResourceProvider) return next;
+  if (i >= 0) next.pciHostDevices.splice(i, 1);
+  next.pciHostDevices.push({
+    pciVendorSelector: device.vendorSelector,
+    resourceName: device.resourceName,
+    externalResourceProvider: true,
+  });
+  return next;
+}
+
+/** updateKubeVirt (USB claim): added once per resource name. */
+export function permitUsbDevice(
+  permitted: PermittedHostDevices | undefined,
+  device: { resourceName: string; vendor: string; product: string },
+): PermittedHostDevices {
+  const usb = [...(permitted?.usb ?? [])];
+  if (!usb.some((u) => u.resourceName === device.resourceName))
+    usb.push({
+      selectors: [{ vendor: device.vendor, product: device.product }],
+      resourceName: device.resourceName,
+      externalResourceProvider: true,
+    });
+  return { ...permitted, usb };
+}
+
+/** The USB claim's OnRemove: its entry goes. */
+export function unpermitUsbDevice(
+  permitted: PermittedHostDevices | undefined,
+  resourceName: string,
+): PermittedHostDevices {
+  return { ...permitted, usb: (permitted?.usb ?? []).filter((u) => u.resourceName !== resourceName) };
+}
+
+export function pciDevicesStandIn(ctx: StandInContext): DeviceStandIns {
   const { client } = ctx;
   const devices = ctx.informers.get<PciDeviceObject>(Resources.pciDevice);
   const claims = ctx.informers.get<PciDeviceClaimObject>(Resources.pciDeviceClaim);
   const usbDevices = ctx.informers.get<UsbDeviceObject>(Resources.usbDevice);
   const usbClaims = ctx.informers.get<UsbDeviceClaimObject>(Resources.usbDeviceClaim);
-  const pods = ctx.informers.get<Pod>(ExtraResources.pod, POD_SELECTOR);
+  const pods = ctx.informers.get<Pod>(ExtraResources.pod);
   const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
   const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
+
+  /**
+   * The add-on updates the KubeVirt CR with a full Update of what it read; no CR: an error,
+   * retried. Without KubeVirt in the sandbox (files that run no VM) there is nothing to permit.
+   */
+  async function updatePermitted(
+    change: (p: PermittedHostDevices | undefined) => PermittedHostDevices,
+  ): Promise<void> {
+    if (!ctx.kubevirt) return;
+    await updateWithRetry<KubeVirtCr>(
+      client,
+      KubeVirtResources.kubeVirt,
+      undefined,
+      { namespace: KUBEVIRT_NAMESPACE, name: KUBEVIRT_CR },
+      (kv) => {
+        const before = kv.spec.configuration?.permittedHostDevices;
+        const after = change(before);
+        if (JSON.stringify(before) === JSON.stringify(after)) return undefined;
+        return {
+          ...kv,
+          spec: { ...kv.spec, configuration: { ...kv.spec.configuration, permittedHostDevices: after } },
+        };
+      },
+    );
+  }
 
   const pciClaimController = new Reconciler(
     'pcidevices-claim',
@@ -103,6 +173,12 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
       await patchFinalizers(client, Resources.pciDeviceClaim, claim, withFinalizer(FINALIZER_PCI_CLAIM));
       // "Cannot find PCIDevice that owns <claim>": the claim stays as it is, never enabled.
       if (!device) return;
+      await updatePermitted((p) =>
+        permitPciDevice(p, {
+          resourceName: device.status?.resourceName ?? '',
+          vendorSelector: `${device.status?.vendorId ?? ''}:${device.status?.deviceId ?? ''}`,
+        }),
+      );
       const before = device.status?.kernelDriverInUse ?? '';
       if (before !== VFIO_PCI) {
         await updateWithRetry(
@@ -153,6 +229,10 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
         );
       };
       if (claim.metadata.deletionTimestamp) {
+        if (device?.status?.resourceName) {
+          const resourceName = device.status.resourceName;
+          await updatePermitted((p) => unpermitUsbDevice(p, resourceName));
+        }
         await setEnabled(false);
         await patchFinalizers(client, Resources.usbDeviceClaim, claim, withoutFinalizer(FINALIZER_USB_CLAIM));
         return;
@@ -160,6 +240,13 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
       await patchFinalizers(client, Resources.usbDeviceClaim, claim, withFinalizer(FINALIZER_USB_CLAIM));
       // "usb device claim <name> has no owner reference": an error, retried, never enabled.
       if (!claim.metadata.ownerReferences?.length || !device) return;
+      await updatePermitted((p) =>
+        permitUsbDevice(p, {
+          resourceName: device.status?.resourceName ?? '',
+          vendor: device.status?.vendorID ?? '',
+          product: device.status?.productID ?? '',
+        }),
+      );
       await setEnabled(true);
       await updateWithRetry<UsbDeviceClaimObject>(
         client,
@@ -223,36 +310,22 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
     return result;
   }
 
-  const placement: Placement = {
-    unschedulable(pod) {
-      const wanted = deviceRequests(pod);
-      if (wanted.size === 0) return undefined;
-      const taken = new Map<string, number>();
-      for (const given of allocations(SANDBOX_NODE, pod.metadata.uid).values())
-        for (const [resource, names] of given) taken.set(resource, (taken.get(resource) ?? 0) + names.length);
-      const short = [...wanted].filter(
-        ([resource, count]) =>
-          (offered(SANDBOX_NODE).get(resource)?.length ?? 0) - (taken.get(resource) ?? 0) < count,
-      );
-      if (short.length === 0) return undefined;
-      return `0/1 nodes are available: ${short.map(([r]) => `1 Insufficient ${r}`).join(', ')}.`;
-    },
-  };
-
-  // Any change of what the nodes offer, or a pod going, may let a waiting launcher pod fit.
-  const scheduler = new Reconciler(
-    'pcidevices-scheduling',
-    () => {
-      for (const vmi of vmis.list((v) => v.status?.phase === 'Scheduling' || v.status?.phase === 'Pending'))
-        requeueVmi(keyOf(vmi.metadata.namespace, vmi.metadata.name));
-      return Promise.resolve();
-    },
-    ctx.logger.child({ controller: 'pcidevices-scheduling' }),
-  )
-    .watch(claims, () => 'all')
-    .watch(usbDevices, () => 'all')
-    .watch(devices, () => 'all')
-    .watch(pods, (e) => (e.type === 'DELETED' ? 'all' : undefined));
+  // The vGPUs are enabled from the start: their claims (the vGPU controller's) permit them.
+  const vgpuPermits = new Reconciler(
+    'pcidevices-vgpu',
+    () =>
+      updatePermitted((p) => {
+        let next = p ?? {};
+        for (const v of SANDBOX_VGPUS)
+          next = permitPciDevice(next, {
+            resourceName: v.resourceName,
+            vendorSelector: VGPU_VENDOR_SELECTOR,
+          });
+        return next;
+      }),
+    ctx.logger.child({ controller: 'pcidevices-vgpu' }),
+  );
+  vgpuPermits.enqueue('vgpus');
 
   const allocationRecorder = new Reconciler(
     'pcidevices-vm',
@@ -290,7 +363,12 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: string)
   ).watch(vmis);
 
   return {
-    reconcilers: [pciClaimController, usbClaimController, scheduler, allocationRecorder],
-    placement,
+    reconcilers: [pciClaimController, usbClaimController, vgpuPermits, allocationRecorder],
+    offer: {
+      offered,
+      onChange: (listener) => {
+        for (const informer of [claims, usbDevices, devices] as const) informer.on(() => listener());
+      },
+    },
   };
 }

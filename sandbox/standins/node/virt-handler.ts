@@ -1,0 +1,215 @@
+// virt-handler's part for the VMIs virt-controller handed to the sandbox node (kubevirt v1.7.0
+// pkg/virt-handler/vm.go), with configurable time for each step: a Scheduled VMI's domain starts
+// (Running: domain interfaces, disk targets, the machine type); after a while its guest agent
+// reports the interfaces' addresses; hot-plugged volumes whose attachment pod is ready are
+// mounted and attached; a VMI being deleted, or whose launcher pod is being deleted (the pod's
+// SIGTERM makes virt-launcher shut the guest down through ACPI), shuts its guest down and turns
+// Succeeded, after which its launcher pod can end (the kubelet stand-in) and virt-controller
+// removes its finalizers.
+// Everything before Scheduled and after Succeeded is virt-controller's.
+import type { KubeClient } from '../../../src/kube/client.js';
+import { isKubeError } from '../../../src/kube/errors.js';
+import { Resources } from '../../../src/kube/resources.js';
+import type { ReconcileResult } from '../../../src/kube/work-queue.js';
+import type { StandInContext } from '../context.js';
+import { ExtraResources, Labels, SANDBOX_NODE } from '../names.js';
+import { Reconciler, keyOf, nowIso, sameJson } from '../runtime.js';
+import type { Condition, Pod, VirtualMachineInstance, VmiPhase, VmiStatus } from '../types.js';
+import { domainInterfaces, domainVolumeStatuses, randomMac, withGuestAgentData } from './domain-status.js';
+import { guestAddresses, networkDataSource, type Lease } from './guest-addresses.js';
+
+/** The machine type libvirt resolves q35 to on Harvester's hosts (virt-handler records it). */
+const MACHINE_TYPE = 'pc-q35-rhel9.6.0';
+
+const isFinal = (vmi: VirtualMachineInstance): boolean =>
+  vmi.status?.phase === 'Succeeded' || vmi.status?.phase === 'Failed';
+
+function withPhase(status: VmiStatus, phase: VmiPhase): VmiStatus {
+  if (status.phase === phase) return status;
+  return {
+    ...status,
+    phase,
+    phaseTransitionTimestamps: [
+      ...(status.phaseTransitionTimestamps ?? []),
+      { phase, phaseTransitionTimestamp: nowIso() },
+    ],
+  };
+}
+
+function upsertCondition(conditions: Condition[] | undefined, cond: Condition): Condition[] {
+  const list = (conditions ?? []).filter((c) => c.type !== cond.type);
+  const old = (conditions ?? []).find((c) => c.type === cond.type);
+  return [...list, old && old.status === cond.status ? old : cond];
+}
+
+/** DHCP and SLAAC on a dual-stack guest network, reduced to: every interface gets addresses no other has. */
+class AddressPool {
+  private next = 10;
+
+  allocate(): Lease {
+    const n = this.next++;
+    return {
+      ipv4: `172.20.${Math.floor(n / 250) % 256}.${(n % 250) + 2}`,
+      ipv6: `fd20:172:20::${n.toString(16)}`,
+    };
+  }
+}
+
+export interface VirtHandlerStandIn {
+  reconciler: Reconciler;
+  /** Makes every VMI look again (delays changed). */
+  requeueAll(): void;
+}
+
+/**
+ * @param handlerClient writes VMIs as virt-handler's service account (virt-api's webhooks tell
+ *   KubeVirt's own components by that name); reads come from the shared informers.
+ */
+export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): VirtHandlerStandIn {
+  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
+  const pods = ctx.informers.get<Pod>(ExtraResources.pod);
+  /** When each VMI (by UID) entered the step it is in, as this process saw it. */
+  const clocks = new Map<string, { step: string; since: number }>();
+  const addresses = new AddressPool();
+
+  const remaining = (vmi: VirtualMachineInstance, step: string, delay: number): number => {
+    const uid = vmi.metadata.uid ?? '';
+    let clock = clocks.get(uid);
+    if (clock?.step !== step) {
+      clock = { step, since: Date.now() };
+      clocks.set(uid, clock);
+    }
+    return Math.max(0, clock.since + delay - Date.now());
+  };
+
+  /**
+   * virt-handler may update VMIs but not get them (its ClusterRole): it writes what its informer
+   * holds, and a Conflict waits for the informer's newer copy, whose event brings the VMI back.
+   */
+  async function writeStatus(
+    vmi: VirtualMachineInstance,
+    change: (s: VmiStatus, v: VirtualMachineInstance) => VmiStatus,
+  ): Promise<void> {
+    const next = change({ ...structuredClone(vmi.status) }, vmi);
+    if (sameJson(next, vmi.status ?? {})) return;
+    try {
+      await handlerClient.update(Resources.virtualMachineInstance, { ...vmi, status: next });
+    } catch (err) {
+      if (!isKubeError(err, 'Conflict') && !isKubeError(err, 'NotFound')) throw err;
+    }
+  }
+
+  /** The cloud-init network data the guest would read, for the address seam. */
+  async function networkData(vmi: VirtualMachineInstance): Promise<string | undefined> {
+    const source = networkDataSource(vmi);
+    if (!source) return undefined;
+    if ('inline' in source) return source.inline;
+    const secret = await ctx.client.find<{ metadata: object; data?: Record<string, string> }>(
+      Resources.secret,
+      {
+        namespace: vmi.metadata.namespace ?? '',
+        name: source.secret,
+      },
+    );
+    const encoded = secret?.data?.['networkdata'] ?? secret?.data?.['networkData'];
+    return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
+  }
+
+  async function start(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
+    const wait = remaining(vmi, 'Scheduled', ctx.behaviour.delays.scheduledMs);
+    if (wait > 0) return { requeueAfterMs: wait };
+    await writeStatus(vmi, (s, v) =>
+      s.phase !== 'Scheduled'
+        ? s
+        : {
+            ...withPhase(s, 'Running'),
+            interfaces: domainInterfaces(v, () => randomMac()),
+            volumeStatus: domainVolumeStatuses(v),
+            machine: { type: MACHINE_TYPE },
+            // No SELinux on the node: virt-controller needs this to render hot-plug attachment pods.
+            selinuxContext: 'none',
+            guestOSInfo: {},
+          },
+    );
+    return undefined;
+  }
+
+  async function running(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
+    const owner = { namespace: vmi.metadata.namespace ?? '', name: vmi.metadata.name ?? '' };
+    const agentWait = ctx.behaviour.noIp(owner)
+      ? Infinity
+      : remaining(vmi, 'Running', ctx.behaviour.delays.guestAgentMs);
+    const agentReports = agentWait === 0 && !(vmi.status?.interfaces ?? []).every((i) => i.ipAddress);
+    const leases = agentReports
+      ? guestAddresses({ vmi, networkData: await networkData(vmi) }, () => addresses.allocate())
+      : [];
+    await writeStatus(vmi, (s, v) => {
+      const next: VmiStatus = { ...s, volumeStatus: domainVolumeStatuses(v) };
+      if (agentWait === 0) {
+        next.interfaces = withGuestAgentData(s.interfaces ?? [], leases);
+        next.conditions = upsertCondition(s.conditions, {
+          type: 'AgentConnected',
+          status: 'True',
+          lastProbeTime: null,
+          lastTransitionTime: nowIso(),
+        });
+        next.guestOSInfo = { id: 'ubuntu', name: 'Ubuntu', version: '24.04', kernelRelease: '6.8.0-generic' };
+      }
+      return next;
+    });
+    if (Number.isFinite(agentWait) && agentWait > 0) return { requeueAfterMs: agentWait };
+    // A hot-plug mid-way (mounted, not yet attached) takes another pass, as virt-handler's refresh.
+    const midway = domainVolumeStatuses(vmi).some((v) => v.phase === 'MountedToPod');
+    return midway ? { requeueAfterMs: 200 } : undefined;
+  }
+
+  /** A deleted VMI: the guest is shut down gracefully, then the VMI is final. */
+  async function shutdown(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
+    const wait = remaining(vmi, 'Deleting', ctx.behaviour.delays.shutdownMs);
+    if (wait > 0) return { requeueAfterMs: wait };
+    await writeStatus(vmi, (s) =>
+      isFinal({ ...vmi, status: s })
+        ? s
+        : {
+            ...withPhase(s, 'Succeeded'),
+            conditions: (s.conditions ?? []).filter((c) => c.type !== 'AgentConnected'),
+          },
+    );
+    return undefined;
+  }
+
+  const reconciler = new Reconciler(
+    'virt-handler',
+    async (key) => {
+      const vmi = vmis.get(key);
+      if (!vmi || vmi.status?.nodeName !== SANDBOX_NODE || isFinal(vmi)) return;
+      const phase = vmi.status.phase;
+      const launcherGoing = pods.list(
+        (p) =>
+          p.metadata.labels?.[Labels.createdBy] === vmi.metadata.uid &&
+          p.metadata.deletionTimestamp !== undefined,
+      );
+      if (vmi.metadata.deletionTimestamp || launcherGoing.length > 0)
+        return phase === 'Scheduled' || phase === 'Running' ? shutdown(vmi) : undefined;
+      if (phase === 'Scheduled') return start(vmi);
+      if (phase === 'Running') return running(vmi);
+      return undefined;
+    },
+    ctx.logger.child({ controller: 'virt-handler' }),
+  );
+  reconciler.watch(vmis, (e) => {
+    if (e.type === 'DELETED') clocks.delete(e.object.metadata.uid ?? '');
+    return keyOf(e.object.metadata.namespace, e.object.metadata.name);
+  });
+  reconciler.watch(pods, (e) => {
+    const uid = e.object.metadata.labels?.[Labels.createdBy];
+    const vmi = uid ? vmis.list((v) => v.metadata.uid === uid)[0] : undefined;
+    return vmi ? keyOf(vmi.metadata.namespace, vmi.metadata.name) : undefined;
+  });
+  return {
+    reconciler,
+    requeueAll: () => {
+      for (const vmi of vmis.list()) reconciler.enqueue(keyOf(vmi.metadata.namespace, vmi.metadata.name));
+    },
+  };
+}
