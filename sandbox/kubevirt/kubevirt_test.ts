@@ -383,6 +383,51 @@ describe('KubeVirt in the sandbox', () => {
     assert.equal(pvc?.metadata.deletionTimestamp, undefined);
   });
 
+  it("answers start on a running VM with virt-api's 409, and hot-plugs through addvolume and removevolume", async () => {
+    const { client } = s;
+    const ns = await createNamespace(client, 'subresources');
+    await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
+    await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
+    const again = await vmAction(client, ns, 'vm', 'start').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.match(String(again), /409/);
+    assert.match(String(again), /VM is already running/);
+
+    const claim = await s.standIns.csi.createVolume({ namespace: ns, size: '1Gi' });
+    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${ns}/virtualmachines/vm`;
+    await client.call({
+      method: 'PUT',
+      path: `${path}/addvolume`,
+      body: {
+        name: claim,
+        disk: { name: claim, disk: { bus: 'scsi' } },
+        volumeSource: { persistentVolumeClaim: { claimName: claim, hotpluggable: true } },
+      },
+      operation: 'addvolume',
+    });
+    const plugged = await untilVmi(
+      ns,
+      'vm',
+      'the volume Ready',
+      (v) => v?.status?.volumeStatus?.some((vs) => vs.name === claim && vs.phase === 'Ready') ?? false,
+    );
+    assert.equal(plugged?.status?.volumeStatus?.find((vs) => vs.name === claim)?.target, 'sda');
+    await client.call({
+      method: 'PUT',
+      path: `${path}/removevolume`,
+      body: { name: claim },
+      operation: 'removevolume',
+    });
+    await untilVmi(
+      ns,
+      'vm',
+      'the volume gone',
+      (v) => v !== undefined && !v.status?.volumeStatus?.some((vs) => vs.name === claim),
+    );
+  });
+
   describe('other run strategies', () => {
     it('Always: starts on creation; runStrategy Halted deletes the VMI', async () => {
       const { client } = s;
