@@ -122,13 +122,13 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 };
 
-interface Condition {
+interface WaitCondition {
   type: ResourceType;
   until: (o: KubeObject | undefined) => boolean;
   description: string;
 }
 
-function conditionFor(op: Operation, oldVmiUid: string | undefined): Condition {
+function conditionFor(op: Operation, oldVmiUid: string | undefined): WaitCondition {
   const withAddress = (o: KubeObject | undefined): boolean => {
     const vmi = o as Vmi | undefined;
     return vmi?.status?.phase === 'Running' && Boolean(vmi.status.interfaces?.[0]?.ipAddress);

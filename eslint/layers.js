@@ -3,7 +3,7 @@
 // reverse). A new folder under src/ is refused until it is given a row here.
 import path from 'node:path';
 
-const PURE = ['common'];
+const PURE = ['common', 'api'];
 const DOMAIN = [...PURE, 'log', 'harvester', 'rancher', 'kube'];
 const FRONTS = [...DOMAIN, 'driver'];
 
@@ -11,6 +11,9 @@ const FRONTS = [...DOMAIN, 'driver'];
 export const LAYERS = {
   // Dependency-free helpers (durations, parser messages) every layer may use.
   common: [],
+  // The shapes of the API objects (meta, KubeVirt, Harvester, CDI, Cluster API) and typed
+  // object keys: plain types and pure helpers, the one definition everyone imports.
+  api: [],
   log: PURE,
   // The pure decisions about Harvester, KubeVirt and the Go driver's config.
   harvester: PURE,

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"harvester-machine/launcher/payload"
@@ -54,13 +53,22 @@ func cacheRoots() []cacheRoot {
 	return roots
 }
 
-// unpackedIn returns the parts' directories under root, unpacking the missing ones.
+// unpackedIn returns the parts' directories under root, unpacking those missing or failing
+// verifyPart. A shared root is checked on every start, before anything in it is trusted.
 func unpackedIn(root cacheRoot, self *os.File, parts []payload.Part) ([]string, error) {
+	if root.shared {
+		if err := checkSharedRoot(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	dirs := make([]string, len(parts))
 	var missing []int
 	for i, p := range parts {
 		dirs[i] = filepath.Join(root.dir, p.DirName())
-		st, err := os.Stat(dirs[i])
+		st, err := os.Lstat(dirs[i])
+		if err == nil {
+			err = verifyPart(dirs[i], p, root.shared)
+		}
 		if err != nil {
 			missing = append(missing, i)
 			continue
@@ -82,7 +90,7 @@ func unpackedIn(root cacheRoot, self *os.File, parts []payload.Part) ([]string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[j] = unpackPart(self, parts[i], root.dir, dirs[i])
+			errs[j] = unpackPart(self, parts[i], root, dirs[i])
 		}()
 	}
 	wg.Wait()
@@ -93,8 +101,8 @@ func unpackedIn(root cacheRoot, self *os.File, parts []payload.Part) ([]string, 
 	return dirs, nil
 }
 
-// prepareRoot creates the root; a shared one must be a real directory of ours, mode 0700,
-// or another user could put their own "Node" in it.
+// prepareRoot creates the root; a shared one must be a real directory of ours that nobody
+// else may write, or another user could put their own "Node" in it.
 func prepareRoot(root cacheRoot) error {
 	if st, err := os.Stat(root.base); err != nil || !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", root.base)
@@ -105,20 +113,7 @@ func prepareRoot(root cacheRoot) error {
 	if err := os.Mkdir(root.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	st, err := os.Lstat(root.dir)
-	if err != nil {
-		return err
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	switch {
-	case !st.IsDir():
-		return errors.New("exists and is not a directory")
-	case !ok || int(sys.Uid) != os.Geteuid():
-		return errors.New("is owned by another user")
-	case st.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("has mode %o, not 0700", st.Mode().Perm())
-	}
-	return nil
+	return checkSharedRoot(root)
 }
 
 // prune removes part directories of other versions unused for pruneAfter, and temporary

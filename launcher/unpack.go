@@ -2,6 +2,8 @@ package main
 
 import (
 	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,25 +18,33 @@ import (
 	"harvester-machine/launcher/payload"
 )
 
-// eachFile decompresses part and calls fn for each regular file in it, in archive order.
-// zstd's frame checksum (on by default when packing) catches a damaged payload.
+// eachFile decompresses part and calls fn for each regular file in it, in archive order,
+// then checks the part's SHA-256 against the index: hashed while it is read, so a payload
+// damaged after the build is refused, not unpacked (zstd's frame checksum catches most
+// damage too, but not bytes changed consistently). One decoding goroutine, so every
+// compressed byte passes the hash in order and none is read twice.
 func eachFile(self *os.File, part payload.Part, fn func(name string, mode fs.FileMode, content io.Reader) error) error {
-	zr, err := zstd.NewReader(io.NewSectionReader(self, part.Offset, part.Size))
+	h := sha256.New()
+	in := io.TeeReader(io.NewSectionReader(self, part.Offset, part.Size), h)
+	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return err
 	}
 	defer zr.Close()
+	damaged := func(err error) error {
+		return fmt.Errorf("payload part %s is damaged (download it again): %w", part.Name, err)
+	}
 	tr := tar.NewReader(zr)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("payload part %s is damaged (download it again): %w", part.Name, err)
+			return damaged(err)
 		}
 		name := path.Clean(h.Name)
-		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+		if !safeName(name) {
 			return fmt.Errorf("payload part %s holds an unsafe path %q", part.Name, h.Name)
 		}
 		switch h.Typeflag {
@@ -48,17 +58,37 @@ func eachFile(self *os.File, part payload.Part, fn func(name string, mode fs.Fil
 			return fmt.Errorf("payload part %s holds %q, not a regular file", part.Name, h.Name)
 		}
 	}
+	// The rest of the frame (its checksum) and of the part, through the hash.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return damaged(err)
+	}
+	if _, err := io.Copy(io.Discard, in); err != nil {
+		return damaged(err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != part.SHA256 {
+		return damaged(fmt.Errorf("SHA-256 %s, the index says %s", got[:20], part.SHA256[:20]))
+	}
+	return nil
 }
 
-// unpackPart unpacks part into a temporary directory under root, then renames it to
-// final. Concurrent first runs each unpack their own copy; the first rename wins and the
-// others use the winner's (a directory cannot be renamed onto a non-empty one).
-func unpackPart(self *os.File, part payload.Part, root, final string) error {
-	tmp, err := os.MkdirTemp(root, tempPrefix+part.Name+"-")
+// safeName: a relative path inside the part, and not the completion marker.
+func safeName(name string) bool {
+	return name != "" && name != "." && !path.IsAbs(name) && name != ".." && !strings.HasPrefix(name, "../") &&
+		path.Clean(name) == name && name != markerName
+}
+
+// unpackPart unpacks part into a temporary directory under root, writes its completion
+// marker last, then renames it to final. Concurrent first runs each unpack their own copy;
+// the first rename wins and the others use the winner's (a directory cannot be renamed onto
+// a non-empty one). A final directory that failed verifyPart is moved aside first, unless
+// another run has just replaced it with a good one.
+func unpackPart(self *os.File, part payload.Part, root cacheRoot, final string) error {
+	tmp, err := os.MkdirTemp(root.dir, tempPrefix+part.Name+"-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
+	var files []partFile
 	err = eachFile(self, part, func(name string, mode fs.FileMode, content io.Reader) error {
 		target := filepath.Join(tmp, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -68,25 +98,42 @@ func unpackPart(self *os.File, part payload.Part, root, final string) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(f, content)
-		// Durable before the rename publishes it: a crash must not leave a complete-looking
-		// directory of empty files that every later run would trust.
+		n, err := io.Copy(f, content)
+		// Durable before the marker says it is complete.
 		if err == nil {
 			err = f.Sync()
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		files = append(files, partFile{name: name, size: n, mode: mode})
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	if err := writeMarker(tmp, part, files); err != nil {
+		return err
+	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
+	if _, err := os.Lstat(final); err == nil {
+		if verifyPart(final, part, root.shared) == nil {
+			return nil // another run healed it meanwhile
+		}
+		aside, err := os.MkdirTemp(root.dir, tempPrefix+part.Name+"-damaged-")
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(final, filepath.Join(aside, "part")); err != nil {
+			os.Remove(aside)
+			return fmt.Errorf("cannot move the damaged %s aside: %w", final, err)
+		}
+		defer os.RemoveAll(aside)
+	}
 	if err := os.Rename(tmp, final); err != nil {
-		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
+		if verifyPart(final, part, root.shared) == nil {
 			return nil // another run won the race
 		}
 		return err

@@ -3,12 +3,20 @@
 // setting, storage classes) and the least-privilege roles the driver's credential needs.
 import crypto from 'node:crypto';
 import type { KubeClient } from '../src/kube/client.js';
-import { KubeError } from '../src/kube/errors.js';
+import { isAlreadyExists } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 
 export const SEED_NAMESPACE = 'default';
 export const SEED_IMAGE = 'image-ubuntu';
 export const SEED_NETWORK = 'vlan1';
+/** A VLAN network with no DHCP server (harvester#9810): machines there need fixed addresses. */
+export const SEED_STATIC_NETWORK = 'vlan100';
+/** Its subnet, router and DNS server, as the data centre would give them to the operator. */
+export const SEED_STATIC_SUBNET = {
+  cidr: '192.168.100.0/24',
+  gateway: '192.168.100.1',
+  dns: '192.168.100.1',
+} as const;
 export const SEED_KEYPAIR = 'sandbox-key';
 export const SERVER_VERSION = 'v1.8.0';
 /** Namespaced rules, bound per namespace the driver works in. */
@@ -38,6 +46,15 @@ export const DRIVER_RULES = [
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'delete'] },
   // The cloud-init Secret of a VM (user data over 2048 bytes).
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
+  // The address claims of --harvester-ip-pool-info (docs/decisions/0016-per-machine-addresses.md).
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+  // Harvester's IP pools (vm-dhcp-controller): the pool of a network, the VM's address binding.
+  { apiGroups: ['network.harvesterhci.io'], resources: ['ippools'], verbs: ['get'] },
+  {
+    apiGroups: ['network.harvesterhci.io'],
+    resources: ['virtualmachinenetworkconfigs'],
+    verbs: ['get', 'list', 'watch'],
+  },
   { apiGroups: ['harvesterhci.io'], resources: ['virtualmachineimages', 'keypairs'], verbs: ['get'] },
   { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get'] },
   {
@@ -66,7 +83,7 @@ async function createIfAbsent<T extends KubeObject>(
   try {
     await client.create<T>(type, obj);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }
 
@@ -128,6 +145,34 @@ export async function grantDriverAccess(
   }
 }
 
+/** A VM network as Harvester's UI makes one: a VLAN on the management cluster network, no IPAM. */
+export function vlanNetwork(namespace: string, name: string, vlan: number): KubeObject {
+  return {
+    apiVersion: 'k8s.cni.cncf.io/v1',
+    kind: 'NetworkAttachmentDefinition',
+    metadata: {
+      name,
+      namespace,
+      labels: {
+        'network.harvesterhci.io/type': 'L2VlanNetwork',
+        'network.harvesterhci.io/clusternetwork': 'mgmt',
+        'network.harvesterhci.io/vlan-id': String(vlan),
+      },
+    },
+    spec: {
+      config: JSON.stringify({
+        cniVersion: '0.3.1',
+        name,
+        type: 'bridge',
+        bridge: 'mgmt-br',
+        promiscMode: true,
+        vlan,
+        ipam: {},
+      }),
+    },
+  } as KubeObject;
+}
+
 /** The objects a machine pool refers to; the stand-ins then import the image and validate the key. */
 export async function seedHarvester(admin: KubeClient, publicKey: string): Promise<void> {
   const ns = SEED_NAMESPACE;
@@ -158,7 +203,7 @@ export async function seedHarvester(admin: KubeClient, publicKey: string): Promi
       url: 'https://images.sandbox.invalid/ubuntu-22.04-server-cloudimg-amd64.img',
     },
   } as KubeObject);
-  await seedNetwork(admin);
+  await seedNetworks(admin);
   await createIfAbsent(admin, Resources.keyPair, {
     apiVersion: 'harvesterhci.io/v1beta1',
     kind: 'KeyPair',
@@ -167,30 +212,12 @@ export async function seedHarvester(admin: KubeClient, publicKey: string): Promi
   } as KubeObject);
 }
 
-/** The VM network every machine of the sandbox attaches to (virt-controller needs it to exist). */
-export async function seedNetwork(admin: KubeClient, ns = SEED_NAMESPACE): Promise<void> {
-  await createIfAbsent(admin, Resources.networkAttachmentDefinition, {
-    apiVersion: 'k8s.cni.cncf.io/v1',
-    kind: 'NetworkAttachmentDefinition',
-    metadata: {
-      name: SEED_NETWORK,
-      namespace: ns,
-      labels: {
-        'network.harvesterhci.io/type': 'L2VlanNetwork',
-        'network.harvesterhci.io/clusternetwork': 'mgmt',
-        'network.harvesterhci.io/vlan-id': '1',
-      },
-    },
-    spec: {
-      config: JSON.stringify({
-        cniVersion: '0.3.1',
-        name: SEED_NETWORK,
-        type: 'bridge',
-        bridge: 'mgmt-br',
-        promiscMode: true,
-        vlan: 1,
-        ipam: {},
-      }),
-    },
-  } as KubeObject);
+/** The VM networks the sandbox's machines attach to (virt-controller refuses a VM whose network is missing). */
+export async function seedNetworks(admin: KubeClient, ns = SEED_NAMESPACE): Promise<void> {
+  await createIfAbsent(admin, Resources.networkAttachmentDefinition, vlanNetwork(ns, SEED_NETWORK, 1));
+  await createIfAbsent(
+    admin,
+    Resources.networkAttachmentDefinition,
+    vlanNetwork(ns, SEED_STATIC_NETWORK, 100),
+  );
 }

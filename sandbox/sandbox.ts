@@ -30,6 +30,7 @@ import {
   SEED_KEYPAIR,
   SEED_NAMESPACE,
   SEED_NETWORK,
+  SEED_STATIC_NETWORK,
   grantDriverAccess,
   sandboxSshKey,
   seedDriverRoles,
@@ -106,7 +107,15 @@ export interface Sandbox {
   rancherToken: SandboxRancherToken;
   /** The Harvester cloud credential in Rancher holding harvesterViaRancher. */
   cloudCredential: { namespace: string; name: string };
-  seeds: { namespace: string; image: string; network: string; keyPair: string; sshPrivateKeyPem: string };
+  seeds: {
+    namespace: string;
+    image: string;
+    network: string;
+    /** A VLAN network with no DHCP (SEED_STATIC_SUBNET's addresses). */
+    staticNetwork: string;
+    keyPair: string;
+    sshPrivateKeyPem: string;
+  };
   newDirectUser(opts: { expiresAt: Date; namespaces?: string[] }): Promise<DirectUser>;
   /** A new Rancher token (and kubeconfig) for a Rancher user with the driver's access (a new user by default). */
   newRancherToken(opts: {
@@ -182,6 +191,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });
 
     const standIns = await startStandIns(harvester.admin, {
+      networksWithoutDhcp: [`${SEED_NAMESPACE}/${SEED_STATIC_NETWORK}`],
       ...opts.standIns,
       ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
       logger,
@@ -285,6 +295,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
         namespace: SEED_NAMESPACE,
         image: SEED_IMAGE,
         network: SEED_NETWORK,
+        staticNetwork: SEED_STATIC_NETWORK,
         keyPair: SEED_KEYPAIR,
         sshPrivateKeyPem: ssh.privateKeyPem,
       },

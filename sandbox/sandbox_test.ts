@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { KubeClient } from '../src/kube/client.js';
-import { KubeError } from '../src/kube/errors.js';
+import type { KubeError } from '../src/kube/errors.js';
+import { isForbidden } from '../src/kube/errors.js';
 import { Resources, resourcePath, type KubeObject } from '../src/kube/resources.js';
 import { waitFor } from '../src/kube/wait.js';
 import {
@@ -32,7 +33,7 @@ const deny = async (promise: Promise<unknown>): Promise<KubeError> => {
     () => undefined,
     (e: unknown) => e,
   );
-  assert.ok(err instanceof KubeError && err.kind === 'Forbidden', `expected Forbidden, got ${String(err)}`);
+  assert.ok(isForbidden(err), `expected Forbidden, got ${String(err)}`);
   return err;
 };
 

@@ -25,6 +25,17 @@ if ! command -v openssl >/dev/null 2>&1; then
     || { say "step 'install openssl' failed: install Debian's openssl package"; exit 1; }
 fi
 
+# One setup at a time per cache: two clones (or CI jobs) sharing the cache would otherwise
+# build the same binaries at once (each build doubling the other's CPU time) and race on
+# their output; the second waits, then finds everything cached.
+cache_root="${HARVESTER_MACHINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/harvester-machine}"
+mkdir -p "$cache_root" || { say "step 'create cache': cannot create $cache_root; set HARVESTER_MACHINE_CACHE"; exit 1; }
+exec 9>"$cache_root/.setup.lock"
+if ! flock -n 9; then
+  say "another setup is using $cache_root; waiting for it"
+  flock 9
+fi
+
 bash scripts/setup-executable-tools.sh
 bash scripts/setup-proxies.sh
 

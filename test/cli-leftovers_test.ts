@@ -3,11 +3,15 @@
 // cluster; nothing of a cluster that still has a VM, nothing too young, no Harvester VM load
 // balancer; one made without a cluster name only where no guest-cluster VM is left beside
 // it, and deleted only with --include-unknown. `rm --dry-run --whole-cluster` names the
-// cluster's load balancers as going with the cluster, a plain dry run as kept.
+// cluster's load balancers as going with the cluster, a plain dry run as kept. ls and inspect
+// show a machine's fixed address and its source; leftovers lists (and deletes) the address
+// claims whose VM is gone.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { RemovalPreview } from '../src/cli/removal-preview.js';
+import { claimObject } from '../src/harvester/address-claims.js';
+import { claimName } from '../src/harvester/ip-pool.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../src/harvester/labels.js';
 import { LB_LABEL_CLUSTER } from '../src/harvester/load-balancers.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
@@ -77,49 +81,45 @@ describe('leftovers', () => {
     await createMachineVm(admin, { instanceName: 'dead-m1', clusterName: 'dead', vmNamespace: ns });
     await createMachineVm(admin, { instanceName: 'live-m1', clusterName: 'live', vmNamespace: ns });
     await createMachineVm(admin, { instanceName: 'lone-m1', clusterName: 'lone', vmNamespace: lone });
-    world.deadLb =
-      (
-        await ensureGuestLoadBalancer(admin, {
-          cluster: 'dead',
-          namespace: ns,
-          service: { namespace: 'default', name: 'web' },
-        })
-      ).metadata.name ?? '';
-    world.liveLb =
-      (
-        await ensureGuestLoadBalancer(admin, {
-          cluster: 'live',
-          namespace: ns,
-          service: { namespace: 'default', name: 'web' },
-        })
-      ).metadata.name ?? '';
+    world.deadLb = (
+      await ensureGuestLoadBalancer(admin, {
+        cluster: 'dead',
+        namespace: ns,
+        service: { namespace: 'default', name: 'web' },
+      })
+    ).metadata.name;
+    world.liveLb = (
+      await ensureGuestLoadBalancer(admin, {
+        cluster: 'live',
+        namespace: ns,
+        service: { namespace: 'default', name: 'web' },
+      })
+    ).metadata.name;
     world.deadVolume = await sandbox.standIns.csi.createVolume({
       namespace: ns,
       guestCluster: 'dead',
       size: '1Gi',
     });
     // Made by cloud providers run without --cluster-name: labelled "kubernetes".
-    world.unknownNearLive =
-      (
-        await ensureGuestLoadBalancer(admin, {
-          cluster: 'live',
-          namespace: ns,
-          service: { namespace: 'kube-system', name: 'ingress' },
-        })
-      ).metadata.name ?? '';
+    world.unknownNearLive = (
+      await ensureGuestLoadBalancer(admin, {
+        cluster: 'live',
+        namespace: ns,
+        service: { namespace: 'kube-system', name: 'ingress' },
+      })
+    ).metadata.name;
     await admin.patch(
       Resources.loadBalancer,
       { namespace: ns, name: world.unknownNearLive },
       { metadata: { labels: { [LB_LABEL_CLUSTER]: 'kubernetes' } } },
     );
-    world.unknownAlone =
-      (
-        await ensureGuestLoadBalancer(admin, {
-          cluster: 'lone',
-          namespace: lone,
-          service: { namespace: 'default', name: 'web' },
-        })
-      ).metadata.name ?? '';
+    world.unknownAlone = (
+      await ensureGuestLoadBalancer(admin, {
+        cluster: 'lone',
+        namespace: lone,
+        service: { namespace: 'default', name: 'web' },
+      })
+    ).metadata.name;
     await admin.patch(
       Resources.loadBalancer,
       { namespace: lone, name: world.unknownAlone },
@@ -182,7 +182,7 @@ describe('leftovers', () => {
     const lbs = async (): Promise<string[]> =>
       (await admin.list<KubeObject>(Resources.loadBalancer, {})).items
         .filter((l) => !l.metadata.deletionTimestamp)
-        .map((l) => l.metadata.name ?? '')
+        .map((l) => l.metadata.name)
         .sort();
     const first = (
       await cli.expect(0, [
@@ -241,6 +241,74 @@ describe('leftovers', () => {
     });
     assert.deepEqual(await lbs(), [world.liveLb, world.unknownNearLive, world.vmLb].sort());
   });
+
+  it('judges a guest cluster gone by its VMs in every namespace it can read, not only --namespace', async () => {
+    const { admin } = fixture.sandbox.harvester;
+    const other = 'spread-vms';
+    await admin.create(Resources.namespace, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: other },
+    });
+    // Its first pool's VM ran the cloud provider in default; a second pool's VM is in spread-vms.
+    await createMachineVm(admin, { instanceName: 'spread-m1', clusterName: 'spread', vmNamespace: ns });
+    const lb =
+      (
+        await ensureGuestLoadBalancer(admin, {
+          cluster: 'spread',
+          namespace: ns,
+          service: { namespace: 'default', name: 'web' },
+        })
+      ).metadata.name ?? '';
+    await createMachineVm(admin, { instanceName: 'spread-m2', clusterName: 'spread', vmNamespace: other });
+    await admin.delete(Resources.virtualMachine, { namespace: ns, name: 'spread-m1' });
+    await vmGone('spread-m1');
+    try {
+      const r = (
+        await cli.expect(0, [
+          'leftovers',
+          '--kubeconfig',
+          world.admin,
+          '--namespace',
+          ns,
+          '--min-age',
+          '0',
+          '-o',
+          'json',
+        ])
+      ).json<Report>();
+      assert.equal(
+        lbGroups(r)['spread'],
+        undefined,
+        'not a leftover: the cluster still has a VM in spread-vms',
+      );
+      const skipped = r.loadBalancers.skipped.liveCluster.find((x) => x.name === lb);
+      assert.match(skipped?.reason ?? '', /guest cluster "spread" still has VMs \(spread-vms\/spread-m2\)/);
+      const deleting = (
+        await cli.expect(0, [
+          'leftovers',
+          '--kubeconfig',
+          world.admin,
+          '--namespace',
+          ns,
+          '--min-age',
+          '0',
+          '--delete',
+          '--yes',
+          '-o',
+          'json',
+        ])
+      ).json<Report>();
+      assert.ok(!deleting.deletion?.loadBalancers.deleted.includes(`${ns}/${lb}`));
+      assert.ok(
+        await admin.find(Resources.loadBalancer, { namespace: ns, name: lb }),
+        'its load balancer stays',
+      );
+    } finally {
+      await admin.delete(Resources.loadBalancer, { namespace: ns, name: lb });
+      await admin.delete(Resources.virtualMachine, { namespace: other, name: 'spread-m2' });
+    }
+  });
 });
 
 describe("rm --dry-run and the guest cluster's load balancers", () => {
@@ -255,14 +323,13 @@ describe("rm --dry-run and the guest cluster's load balancers", () => {
       '--harvester-cluster-name=plan',
       ...MACHINE_FLAGS,
     ]);
-    const lb =
-      (
-        await ensureGuestLoadBalancer(sandbox.harvester.admin, {
-          cluster: 'plan',
-          namespace: ns,
-          service: { namespace: 'default', name: 'web' },
-        })
-      ).metadata.name ?? '';
+    const lb = (
+      await ensureGuestLoadBalancer(sandbox.harvester.admin, {
+        cluster: 'plan',
+        namespace: ns,
+        service: { namespace: 'default', name: 'web' },
+      })
+    ).metadata.name;
     await sandbox.harvester.admin.patch(Resources.setting, { name: 'server-version' }, { value: 'v1.7.1' });
     const whole = (
       await cli.expect(0, ['plan', 'rm', 'plan-m1', '--whole-cluster', '-o', 'json'])
@@ -293,5 +360,92 @@ describe("rm --dry-run and the guest cluster's load balancers", () => {
       plain.keep.loadBalancers?.[0]?.reason ?? '',
       /only this machine is removed: the guest cluster keeps its load balancers/,
     );
+  });
+});
+
+describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
+  it('shows each machine’s address and where it came from, and lists the claims whose VM is gone, never a live one’s', async () => {
+    const { sandbox } = fixture;
+    const { admin } = sandbox.harvester;
+    const kubeconfig = kubeconfigFile(dir, 'direct-fixed', sandbox.kubeconfigs.harvesterDirect);
+    const name = 'cli-fixed-pool1-a1b2c-x1';
+    const pool = JSON.stringify({
+      network: `${ns}/vlan100`,
+      range: '192.168.100.200-192.168.100.201',
+      prefix: 24,
+      gateway: '192.168.100.1',
+      dns: ['192.168.100.1'],
+    });
+    const created = await cli.expect(0, [
+      'create',
+      name,
+      '--kubeconfig',
+      kubeconfig,
+      ...MACHINE_FLAGS,
+      `--harvester-network-name=${ns}/vlan100`,
+      `--harvester-ip-pool-info=${Buffer.from(pool).toString('base64')}`,
+      '--harvester-vm-labels=app=web',
+    ]);
+    assert.match(created.stdout, /IP 192\.168\.100\.200\n$/);
+    const ls = (await cli.expect(0, ['ls', '-o', 'json'])).json<
+      Array<{ name: string; ip: string; addressSource: string; fixedAddress: { holder: string } | null }>
+    >();
+    const entry = ls.find((e) => e.name === name);
+    assert.equal(entry?.ip, '192.168.100.200');
+    assert.equal(entry?.addressSource, 'pool');
+    assert.match(entry?.fixedAddress?.holder ?? '', /^hm-ip-[0-9a-f]{10}-192-168-100-200$/);
+    const inspected = (await cli.expect(0, ['inspect', name])).stdout;
+    assert.match(inspected, /IP: +192\.168\.100\.200 \(from pool\)/);
+    assert.match(
+      inspected,
+      /Fixed address: +192\.168\.100\.200\/24 on nic-0 of default\/vlan100 \(MAC [0-9a-f:]{17}\), claimed as ConfigMap hm-ip-/,
+    );
+
+    // A create that stopped before its VM: an unowned claim of a machine without a VM.
+    await admin.create(Resources.configMap, {
+      ...claimObject(ns, 'crashed-pool1-a1b2c-x1', {
+        address: '192.168.100.201',
+        network: `${ns}/vlan100`,
+        mac: '02:00:00:00:01:01',
+        interface: 'nic-0',
+      }),
+    });
+    const report = (
+      await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0', '-o', 'json'])
+    ).json<{
+      addressClaims: { leftover: Array<{ address: string; machine: string; reason: string }> };
+    }>();
+    assert.deepEqual(
+      report.addressClaims.leftover.map((c) => [c.address, c.machine, c.reason]),
+      [
+        [
+          '192.168.100.201',
+          'crashed-pool1-a1b2c-x1',
+          'never adopted, and machine crashed-pool1-a1b2c-x1 has no VM',
+        ],
+      ],
+      'the live machine’s claim is not listed',
+    );
+    const text = (await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0'])).stdout;
+    assert.match(text, /Address claims whose VM is gone \(1\)/);
+    const deleted = (
+      await cli.expect(0, [
+        'leftovers',
+        '--kubeconfig',
+        world.admin,
+        '--min-age',
+        '0',
+        '--delete',
+        '--yes',
+        '-o',
+        'json',
+      ])
+    ).json<{ deletion: { addressClaims: { deleted: string[] } } }>();
+    assert.deepEqual(deleted.deletion.addressClaims.deleted, [
+      `${ns}/${claimName(`${ns}/vlan100`, '192.168.100.201')}`,
+    ]);
+    await cli.expect(0, ['rm', '-y', name]);
+    const after = (await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0'])).stdout;
+    assert.match(after, /No leftover address claims/);
   });
 });

@@ -25,7 +25,7 @@ const names = (items: ReadonlyArray<{ name: string }>): string[] => items.map((i
 
 async function liveSecrets(): Promise<Set<string>> {
   const list = await fixture.sandbox.harvester.admin.list<KubeObject>(Resources.secret, { namespace: ns });
-  return new Set(list.items.filter((s) => !s.metadata.deletionTimestamp).map((s) => s.metadata.name ?? ''));
+  return new Set(list.items.filter((s) => !s.metadata.deletionTimestamp).map((s) => s.metadata.name));
 }
 
 async function waitSecretGone(name: string): Promise<void> {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../src/driver/config.js';
-import { KubeError } from '../src/kube/errors.js';
+import { isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Vm } from '../src/driver/harvester-api.js';
 import { useSandbox } from './support/sandbox-fixture.js';
@@ -126,7 +126,7 @@ describe('idempotency', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      assert.ok(err instanceof KubeError && err.kind === 'Timeout', String(err));
+      assert.ok(isKubeError(err, 'Timeout'), String(err));
       assert.match(
         err.message,
         /timed out after 2 s waiting for VM default\/halfdone-pool1-2a9b3-q1w2e to report an IP address/,
@@ -319,7 +319,7 @@ describe('stuck removal', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      assert.ok(err instanceof KubeError && err.kind === 'Timeout', String(err));
+      assert.ok(isKubeError(err, 'Timeout'), String(err));
       assert.match(
         err.message,
         /timed out after 3 s waiting for VM default\/stuck-pool1-1b2c3-d4e5f to be removed/,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { KubeClient } from '../src/kube/client.js';
-import { KubeError } from '../src/kube/errors.js';
+import { isForbidden, isKubeError, isNotFound } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Vm } from '../src/driver/harvester-api.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
@@ -261,10 +261,7 @@ describe('host devices (--harvester-host-device-info)', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      assert.ok(
-        denied instanceof KubeError && denied.kind === 'Forbidden',
-        'the user may not list pcidevices',
-      );
+      assert.ok(isForbidden(denied), 'the user may not list pcidevices');
     } finally {
       probe.close();
     }
@@ -337,7 +334,7 @@ describe('host devices (--harvester-host-device-info)', () => {
           })
           .then(
             () => false,
-            (e: unknown) => e instanceof KubeError && /feature gate/.test(e.message),
+            (e: unknown) => isKubeError(e) && /feature gate/.test(e.message),
           ),
       );
       const refused = await driver.create().then(
@@ -365,6 +362,27 @@ describe('host devices (--harvester-host-device-info)', () => {
     }
   });
 
+  it('on Harvester v1.7, refuses a device name libvirt would refuse as its alias, naming the field; v1.8 encodes it', async () => {
+    const admin = fixture.sandbox.harvester.admin;
+    const dotted = JSON.stringify({ hostDevices: [{ name: 'gpu.node-1', deviceName: T4 }] });
+    await admin.patch(Resources.setting, { name: 'server-version' }, { value: 'v1.7.1' });
+    try {
+      const old = machine('gpu-pool1-aaaaa-dotted', dotted);
+      assert.match(
+        await refusal(old.driver.preCreateCheck()),
+        /hostDevices\[0\]\.name "gpu\.node-1" holds "\.": Harvester v1\.7\.1 passes it to libvirt as the device alias ua-hostdevice-<name>.*\(--harvester-host-device-info\)/,
+      );
+    } finally {
+      await admin.patch(Resources.setting, { name: 'server-version' }, { value: 'v1.8.0' });
+    }
+    const current = machine('gpu-pool1-aaaaa-dotted2', dotted);
+    const outcome = await current.driver.preCreateCheck().then(
+      () => 'passed',
+      (e: unknown) => String(e),
+    );
+    assert.doesNotMatch(outcome, /hostDevices\[0\]\.name/);
+  });
+
   it('refuses host devices on a Harvester without the pcidevices add-on', async () => {
     const admin = fixture.sandbox.harvester.admin;
     for (const plural of ['pcidevices', 'pcideviceclaims', 'usbdevices', 'usbdeviceclaims']) {
@@ -373,7 +391,7 @@ describe('host devices (--harvester-host-device-info)', () => {
     await eventually('the device kinds to be gone', async () =>
       admin.list(Resources.pciDevice).then(
         () => false,
-        (e: unknown) => e instanceof KubeError && e.kind === 'NotFound',
+        (e: unknown) => isNotFound(e),
       ),
     );
     const { driver } = machine('gpu-pool1-aaaaa-noaddon', info(T4));

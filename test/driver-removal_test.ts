@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ANNOTATION_REMOVE_ALL_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../src/harvester/labels.js';
-import { KubeError } from '../src/kube/errors.js';
+import { isConflict } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { useSandbox } from './support/sandbox-fixture.js';
@@ -208,7 +208,7 @@ describe('removal on a Harvester whose VM controller does not clean up', () => {
         .then(
           () => true,
           (err: unknown) => {
-            if (err instanceof KubeError && err.kind === 'Conflict' && attempt < 10) return false;
+            if (isConflict(err) && attempt < 10) return false;
             throw err;
           },
         );

@@ -44,7 +44,9 @@ function byName(name = NAME): string {
 }
 
 async function listWith(kubeconfig: string, environment: Record<string, string>): Promise<void> {
+  // The operator's own kubeconfig: its proxy-url is honoured (a cloud credential's is refused).
   const client = KubeClient.fromKubeconfig(kubeconfig, {
+    trust: 'operator',
     environment,
     retry: ONE_TRY,
     requestTimeoutMs: 15_000,
@@ -77,6 +79,7 @@ describe('proxies from the environment (HTTPS_PROXY, NO_PROXY)', () => {
 
   it('tunnels to a non-loopback name through HTTPS_PROXY, one tunnel for a client’s requests', async () => {
     const client = KubeClient.fromKubeconfig(byName(), {
+      trust: 'operator',
       environment: { HTTPS_PROXY: squid.url },
       retry: ONE_TRY,
     });
@@ -222,7 +225,10 @@ describe("the kubeconfig's proxy-url", () => {
   });
 
   it('keeps watches working through the proxy', async () => {
-    const client = KubeClient.fromKubeconfig(variant({ proxyUrl: withAuth(squid.url) }), { retry: ONE_TRY });
+    const client = KubeClient.fromKubeconfig(variant({ proxyUrl: withAuth(squid.url) }), {
+      retry: ONE_TRY,
+      trust: 'operator',
+    });
     const tunnelsBefore = tunnelsTo(squid, `127.0.0.1:${port()}`);
     const name = `through-proxy-${Date.now()}`;
     const seen: string[] = [];

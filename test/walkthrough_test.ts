@@ -123,6 +123,23 @@ describe('the walkthrough (npm run walkthrough)', { timeout: 20 * 60_000 }, () =
       assert.match(out, /✓ harv02's load balancer\(s\) stay: harv02-default-web-[0-9a-f]{8}/);
       assert.match(out, /✓ harv01's address is free again; only harv02's is taken/);
 
+      // harv01's pool has fixed addresses on a VLAN without DHCP: three distinct ones, freed with the cluster.
+      const fixed = [
+        ...out.matchAll(
+          /✓ VM (harv01-pool1-[a-z0-9-]+) has its own address of 192\.168\.100\.10-192\.168\.100\.19 \((192\.168\.100\.1\d)\), its claim owned by the VM/g,
+        ),
+      ];
+      assert.equal(new Set(fixed.map((m) => m[2])).size, 3, 'three machines, three addresses');
+      assert.equal(
+        [
+          ...out.matchAll(
+            /✓ VM harv01-pool1-[a-z0-9-]+ and its virt-launcher pod carry the pool's label app=harv01-web/g,
+          ),
+        ].length,
+        3,
+      );
+      assert.match(out, /✓ the addresses of harv01 are free again \(no claim left on vlan100\)/);
+
       // harv02's pool has a passed-through GPU: enabled as Harvester's UI does, asked for by resource, given.
       assert.match(out, /✓ passthrough enabled on harvester-sandbox-node-0-00003b000: bound to vfio-pci/);
       assert.match(

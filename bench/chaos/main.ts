@@ -84,7 +84,7 @@ async function bystanderCluster(world: ChaosWorld): Promise<Bystander> {
   const list = await world.harvester.list<KubeObject>(Resources.pvc, { namespace: VM_NS });
   const pvcs = new Map<string, string>();
   for (const p of list.items)
-    if (names.includes(p.metadata.name ?? '')) pvcs.set(p.metadata.name ?? '', p.metadata.uid ?? '');
+    if (names.includes(p.metadata.name)) pvcs.set(p.metadata.name, p.metadata.uid ?? '');
   if (pvcs.size !== names.length)
     throw new Error(`the bystander has ${pvcs.size} of its ${names.length} volumes`);
   return { pvcs };

@@ -69,7 +69,7 @@ async function pvcUids(world: ChaosWorld): Promise<Map<string, string>> {
   return new Map(
     list.items
       .filter((p) => !p.metadata.deletionTimestamp)
-      .map((p) => [p.metadata.name ?? '', p.metadata.uid ?? ''] as const),
+      .map((p) => [p.metadata.name, p.metadata.uid ?? ''] as const),
   );
 }
 
@@ -103,7 +103,7 @@ class GateWatch {
             const deleted = Date.parse(m.metadata.deletionTimestamp ?? '');
             if (!Number.isFinite(deleted) || !m.metadata.annotations?.[HOOK]) continue;
             if (m.metadata.labels?.['cluster.x-k8s.io/cluster-name'] !== this.cluster) continue;
-            const name = m.metadata.name ?? '';
+            const name = m.metadata.name;
             this.held.set(name, Math.max(this.held.get(name) ?? 0, Date.now() - deleted));
           }
         })
@@ -155,7 +155,7 @@ export async function runStory(
     labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`,
     logger: silentLogger,
   }).on((e) => {
-    const name = e.object.metadata.name ?? '';
+    const name = e.object.metadata.name;
     const set = uids.get(name) ?? new Set<string>();
     set.add(e.object.metadata.uid ?? '');
     uids.set(name, set);
@@ -300,7 +300,7 @@ export async function runStory(
     if (live.get(pvc) !== uid) result.volumesLost.push(pvc);
   for (const [name, set] of uids) if (set.size > 1) result.duplicateVms.push(`${name} (${set.size} UIDs)`);
   if (uids.size > MACHINES) result.duplicateVms.push(`${uids.size} VMs for ${MACHINES} machines`);
-  result.vmsLeft = vms.list().map((v) => v.metadata.name ?? '');
+  result.vmsLeft = vms.list().map((v) => v.metadata.name);
   await vms.stop();
   for (const [machine, ms] of gates.held) {
     result.longestGateMs = Math.max(result.longestGateMs, ms);
@@ -324,7 +324,7 @@ async function forceAway(world: ChaosWorld, cluster: string): Promise<void> {
     await world.rancher
       .patch(
         Resources.harvesterMachine,
-        { namespace: NS, name: hm.metadata.name ?? '' },
+        { namespace: NS, name: hm.metadata.name },
         { metadata: { annotations: { [RANCHER_ANNOTATION_FORCE_MACHINE_REMOVE]: 'true' } } },
       )
       .catch(() => undefined);

@@ -214,7 +214,7 @@ export class ChaosWorld {
    */
   private driverCreateJob(store: string): CreateJob {
     return async ({ harvesterMachine: hm, env, clusterName }) => {
-      const machineName = hm.metadata.name ?? '';
+      const machineName = hm.metadata.name;
       const instanceName = rancherInstanceName(machineName);
       const driver = new HarvesterDriver({ env, argv: [], logger: silentLogger });
       const saveState = async (): Promise<void> => {
@@ -227,7 +227,7 @@ export class ChaosWorld {
         });
         await this.rancher.patch(
           Resources.secret,
-          { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name ?? '' },
+          { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name },
           { data: (secret as KubeObject & { data?: unknown }).data },
         );
       };

@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { SandboxResources } from './resources.js';
@@ -88,7 +88,7 @@ export async function clusterApiWebhooks(
       type,
       object: {
         ...cfg,
-        metadata: { name: `capi-${cfg.metadata.name ?? ''}` },
+        metadata: { name: `capi-${cfg.metadata.name}` },
         webhooks: (cfg.webhooks ?? []).map((w) => ({
           ...w,
           clientConfig: {
@@ -106,8 +106,8 @@ async function replace(admin: KubeClient, type: ResourceType, object: KubeObject
   try {
     await admin.create(type, object);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
-    const current = await admin.get(type, { name: object.metadata.name ?? '' });
+    if (!isAlreadyExists(err)) throw err;
+    const current = await admin.get(type, { name: object.metadata.name });
     await admin.update(type, {
       ...object,
       metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion },
@@ -125,7 +125,7 @@ export async function installClusterApiCrds(
   const crds = await clusterApiCrds(crdDir, endpoint);
   for (const crd of crds) await replace(admin, Resources.crd, crd);
   for (const crd of crds) {
-    const name = crd.metadata.name ?? '';
+    const name = crd.metadata.name;
     await waitFor<Crd>(admin, {
       type: Resources.crd,
       name,
@@ -135,7 +135,7 @@ export async function installClusterApiCrds(
         o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
     });
   }
-  return crds.map((c) => c.metadata.name ?? '');
+  return crds.map((c) => c.metadata.name);
 }
 
 /** The admission webhooks: registered only once the manager serves them (failurePolicy Fail). */
@@ -146,10 +146,10 @@ export async function installClusterApiWebhooks(
 ): Promise<string[]> {
   const configs = await clusterApiWebhooks(manifest, endpoint);
   for (const { type, object } of configs) await replace(admin, type, object);
-  return configs.map((c) => c.object.metadata.name ?? '');
+  return configs.map((c) => c.object.metadata.name);
 }
 
 export async function uninstallClusterApiWebhooks(admin: KubeClient, manifest: string): Promise<void> {
   const configs = await clusterApiWebhooks(manifest, { url: 'https://127.0.0.1', caPem: '' });
-  for (const { type, object } of configs) await admin.delete(type, { name: object.metadata.name ?? '' });
+  for (const { type, object } of configs) await admin.delete(type, { name: object.metadata.name });
 }

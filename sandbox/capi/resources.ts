@@ -1,7 +1,7 @@
 // The kinds the sandbox's Cluster API and Rancher stand-ins use beyond src/kube/resources.ts:
 // Cluster API's MachineDeployment and MachineSet, Rancher's bootstrap and template kinds, the
 // downstream cluster's Nodes, and the admission webhook configurations.
-import { resourceType, type ResourceType } from '../../src/kube/resources.js';
+import { clusterResourceType, resourceType, type ResourceType } from '../../src/kube/resources.js';
 
 const t = resourceType;
 
@@ -18,20 +18,18 @@ export const SandboxResources = {
   rkeBootstrapTemplate: t('rke.cattle.io', 'v1', 'rkebootstraptemplates', 'RKEBootstrapTemplate'),
   rkeCluster: t('rke.cattle.io', 'v1', 'rkeclusters', 'RKECluster'),
   rkeControlPlane: t('rke.cattle.io', 'v1', 'rkecontrolplanes', 'RKEControlPlane'),
-  node: t('', 'v1', 'nodes', 'Node', false),
-  mutatingWebhookConfiguration: t(
+  node: clusterResourceType('', 'v1', 'nodes', 'Node'),
+  mutatingWebhookConfiguration: clusterResourceType(
     'admissionregistration.k8s.io',
     'v1',
     'mutatingwebhookconfigurations',
     'MutatingWebhookConfiguration',
-    false,
   ),
-  validatingWebhookConfiguration: t(
+  validatingWebhookConfiguration: clusterResourceType(
     'admissionregistration.k8s.io',
     'v1',
     'validatingwebhookconfigurations',
     'ValidatingWebhookConfiguration',
-    false,
   ),
 } as const;
 

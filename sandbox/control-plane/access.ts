@@ -25,7 +25,7 @@ export async function createNamespace(admin: KubeClient, prefix = 'test'): Promi
         .slice(0, 40)}-`,
     },
   });
-  return ns.metadata.name ?? '';
+  return ns.metadata.name;
 }
 
 function randomToken(length: number): string {

@@ -4,14 +4,13 @@
 // fresh temp directory, on free ports.
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeClient } from '../../src/kube/client.js';
 import { ensureControlPlaneBinaries, type ControlPlaneBinaries } from './binaries.js';
 import { buildKubeconfig } from './kubeconfig.js';
 import { createCa, createServiceAccountKeys, issueCert, type IssuedCert, type Pki } from './pki.js';
-import { freePort } from './ports.js';
+import { canConnect, freePort } from './ports.js';
 import { onExitCleanup, startProcess, type ManagedProcess } from './processes.js';
 
 export class ControlPlaneError extends Error {}
@@ -290,17 +289,6 @@ async function startEtcd(
     await sleep(50);
   }
   return { process: proc, url };
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 async function failIfExited(proc: ManagedProcess, step: string): Promise<void> {

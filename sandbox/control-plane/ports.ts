@@ -47,3 +47,15 @@ export async function freePort(): Promise<number> {
   }
   throw new Error(`no free port between ${bottom} and ${top} on 127.0.0.1 after 100 tries`);
 }
+
+/** Whether something accepts a TCP connection on 127.0.0.1:port now. */
+export function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

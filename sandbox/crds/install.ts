@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { repoRoot } from '../control-plane/binaries.js';
@@ -60,11 +60,11 @@ export async function installCrds(
     try {
       await admin.create(Resources.crd, crd);
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+      if (!isAlreadyExists(err)) throw err;
     }
   }
   for (const crd of crds) {
-    const name = crd.metadata.name ?? '';
+    const name = crd.metadata.name;
     await waitFor<Crd>(admin, {
       type: Resources.crd,
       name,
@@ -76,5 +76,5 @@ export async function installCrds(
         'no conditions yet',
     });
   }
-  return crds.map((c) => c.metadata.name ?? '');
+  return crds.map((c) => c.metadata.name);
 }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isForbidden, KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { WatchEvent } from '../../src/kube/watch.js';
 import { createNamespace, createTokenUser, tokenKubeconfig } from '../control-plane/access.js';
@@ -82,7 +82,7 @@ describe('direct path: the caller’s own credential', () => {
       const list = await untilAllowed(() => client.list(Resources.configMap, { namespace: ns }));
       assert.ok(list.items.some((c) => c.metadata.name === 'cm1'));
       const denied = await client.list(Resources.secret, { namespace: ns }).catch((e: unknown) => e);
-      assert.ok(denied instanceof KubeError && denied.kind === 'Forbidden', String(denied));
+      assert.ok(isForbidden(denied), String(denied));
       assert.match(denied.message, new RegExp(`User "${user.username}" cannot list resource "secrets"`));
     } finally {
       client.close();
@@ -127,7 +127,7 @@ describe('Rancher path: /k8s/clusters/<id>', () => {
       const denied = await client
         .get(Resources.secret, { namespace: ns, name: 'x' })
         .catch((e: unknown) => e);
-      assert.ok(denied instanceof KubeError && denied.kind === 'Forbidden', String(denied));
+      assert.ok(isForbidden(denied), String(denied));
       assert.match(denied.message, new RegExp(`User "${userId}" cannot get resource "secrets"`));
     } finally {
       client.close();
@@ -228,7 +228,7 @@ describe('watches, faults and counts', () => {
       await untilAllowed(() => client.list(Resources.configMap, { namespace: ns }));
       const seen: Array<{ name: string; at: number }> = [];
       const watch = client.watch(Resources.configMap, { namespace: ns }, (e: WatchEvent<KubeObject>) => {
-        if (e.type === 'ADDED') seen.push({ name: e.object.metadata.name ?? '', at: Date.now() });
+        if (e.type === 'ADDED') seen.push({ name: e.object.metadata.name, at: Date.now() });
       });
       try {
         await sleep(300);

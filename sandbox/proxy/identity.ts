@@ -2,7 +2,7 @@
 // RBAC, as Rancher's proxy has its own checks decided. Denials are worded exactly as
 // kube-apiserver words them (apiserver endpoints/handlers/responsewriters).
 import type { KubeClient } from '../../src/kube/client.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { Resources, type KubeObject, type NewObject } from '../../src/kube/resources.js';
 import { forbidden, type Status } from './status.js';
 
 export interface Identity {
@@ -47,7 +47,7 @@ export async function authorize(
         ? { resourceAttributes: attributes.resource }
         : { nonResourceAttributes: { path: attributes.path, verb: attributes.verb } }),
     },
-  } as SubjectAccessReview);
+  } as NewObject<SubjectAccessReview>);
   if (review.status?.allowed) return undefined;
   return forbiddenFor(who.username, attributes, review.status?.reason);
 }

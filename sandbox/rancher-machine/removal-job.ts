@@ -22,7 +22,7 @@ export function rancherMachineRemovalJob(
 ): RemovalJob {
   return async (context) => {
     const { harvesterMachine, env } = context;
-    const machineName = harvesterMachine.metadata.name ?? '';
+    const machineName = harvesterMachine.metadata.name;
     const instanceName = rancherInstanceName(machineName);
     const result = await jobs.remove({
       namespace: harvesterMachine.metadata.namespace ?? '',

@@ -1,7 +1,7 @@
 // The downstream cluster as Rancher's local cluster knows it: a management.cattle.io
 // Cluster named by its id (c-m-xxxxxxxx), which Rancher's /k8s/clusters/<id> proxy looks up.
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { RancherResources, type RancherClusterObject } from './resources.js';
 
 /** Registers an imported Harvester cluster (idempotent). */
@@ -18,7 +18,7 @@ export async function createRancherCluster(
       spec: { displayName: opts.displayName ?? opts.clusterId, internal: false },
     });
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'AlreadyExists') return;
+    if (isAlreadyExists(err)) return;
     throw err;
   }
   await rancher.update<RancherClusterObject>(

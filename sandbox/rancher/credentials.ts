@@ -3,9 +3,10 @@
 // https://<rancher>/k8s/clusters/<clusterId>, token "<name>:<secret>"; rancher
 // pkg/kubeconfig), and the Secret in cattle-global-data that holds it, with the expiry
 // annotation Rancher >= 2.9.3 writes (Unix milliseconds of the token's expiresAt).
+import { CREDENTIAL_LABEL } from '../../src/controller/constants.js';
 import { parse, stringify } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { registerSecret } from '../../src/log/redact.js';
 import {
@@ -84,6 +85,8 @@ export function harvesterCloudCredential(opts: {
     metadata: {
       name: opts.name,
       namespace: CLOUD_CREDENTIAL_NAMESPACE,
+      // As the chart README asks operators to label their Harvester credentials.
+      labels: { [CREDENTIAL_LABEL]: 'true' },
       annotations: {
         'field.cattle.io/name': opts.displayName ?? opts.name,
         'provisioning.cattle.io/driver': 'harvester',
@@ -114,9 +117,9 @@ export async function saveHarvesterCloudCredential(
       metadata: { name: CLOUD_CREDENTIAL_NAMESPACE },
     });
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
-  const at = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: secret.metadata.name ?? '' };
+  const at = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: secret.metadata.name };
   const existing = await rancher.find<SecretObject>(Resources.secret, at);
   if (!existing) return rancher.create<SecretObject>(Resources.secret, secret);
   return rancher.update<SecretObject>(Resources.secret, {

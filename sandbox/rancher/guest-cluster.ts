@@ -11,10 +11,11 @@
 import crypto from 'node:crypto';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
 import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/labels.js';
+import { CLOUD_PROVIDER_CHART } from '../../src/rancher/chart-values.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isConflict } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import { SandboxResources } from '../capi/resources.js';
@@ -41,6 +42,12 @@ export interface GuestClusterSpec {
   pools: GuestPool[];
   vmNamespace: string;
   optOut?: boolean;
+  /**
+   * The harvester-cloud-provider chart value global.cattle.clusterName (its --cluster-name,
+   * the label of its load balancers): the cluster's name by default, as Rancher's UI sets it;
+   * another name as a copied or Terraform-made cluster may carry; null for none.
+   */
+  cloudProviderClusterName?: string | null;
   /** The guest's apiserver as Cluster API reaches it (`<cluster>-kubeconfig`): where its nodes register. */
   downstreamKubeconfig: string;
   /** How long to wait for every Machine to be Running (default 120 s). */
@@ -76,6 +83,15 @@ export async function createGuestCluster(
     spec: {
       ...(spec.clusterCredential ? { cloudCredentialSecretName: spec.clusterCredential } : {}),
       rkeConfig: {
+        ...(spec.cloudProviderClusterName === null
+          ? {}
+          : {
+              chartValues: {
+                [CLOUD_PROVIDER_CHART]: {
+                  global: { cattle: { clusterName: spec.cloudProviderClusterName ?? name } },
+                },
+              },
+            }),
         machinePools: spec.pools.map((p) => ({
           name: p.name,
           quantity: p.quantity,
@@ -281,7 +297,7 @@ async function waitRunning(
     if (ready)
       return [...expected.keys()].flatMap((pool) =>
         byPool(pool)
-          .map((m) => m.metadata.name ?? '')
+          .map((m) => m.metadata.name)
           .sort()
           .map((machineName) => ({
             name: machineName,
@@ -315,7 +331,7 @@ async function notRunning(
       (c) => `${c.type}=${c.status}${c.message ? ` (${c.message.slice(0, 200)})` : ''}`,
     );
     const state = hm ? `ready=${String(hm.status?.ready ?? false)} ${conditions.join(', ')}` : 'missing';
-    return `${m.metadata.name ?? ''}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
+    return `${m.metadata.name}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
   };
   return `guest cluster ${spec.namespace}/${spec.name}: its Machines were not all Running within ${timeoutMs / 1000} s (${live.map(describe).join('; ') || 'none yet'})`;
 }
@@ -349,7 +365,7 @@ export async function scaleDownPool(
       });
       return;
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= 10) throw err;
+      if (!isConflict(err) || attempt >= 10) throw err;
     }
   }
 }

@@ -4,7 +4,7 @@
 // (capr.MachineUIDLabel, which machinenodelookup selects on) and a Ready kubelet. Cluster API
 // finds it by providerID, sets the Machine's nodeRef, drains it before a scale-down and deletes
 // it after the machine's infrastructure is gone.
-import { KubeError, type KubeClient } from '../../src/kube/index.js';
+import { isAlreadyExists, type KubeClient } from '../../src/kube/index.js';
 import type { KubeObject } from '../../src/kube/resources.js';
 import { SandboxResources } from '../capi/resources.js';
 
@@ -33,7 +33,7 @@ export async function registerGuestNode(
       spec: { providerID },
     } as KubeObject);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
   await downstream.patch(
     SandboxResources.node,

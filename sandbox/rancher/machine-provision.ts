@@ -15,8 +15,15 @@ import {
   RANCHER_ANNOTATION_FORCE_MACHINE_REMOVE,
   RANCHER_FINALIZER_MACHINE_PROVISION_REMOVE,
 } from '../../src/rancher/labels.js';
-import { KubeError, objectKey, type KubeClient } from '../../src/kube/index.js';
+import {
+  isAlreadyExists,
+  isConflict,
+  isKubeError,
+  isNotFound,
+  type KubeClient,
+} from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
+import { formatKey, keyOf, parseKey } from '../../src/api/object-key.js';
 import type { Logger } from '../../src/log/logger.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { registerGuestNode } from './guest-node.js';
@@ -26,31 +33,16 @@ import { credentialEnv } from './rancher-jobs.js';
 
 export const LABEL_CAPI_MACHINE_NAME = 'rke.cattle.io/capi-machine-name';
 
-export interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-export interface StandInHarvesterMachine extends KubeObject {
-  spec?: {
-    vmNamespace?: string | null;
-    providerID?: string | null;
-    common?: { cloudCredentialSecretName?: string | null } | null;
-  };
-  status?: {
-    conditions?: Condition[];
-    ready?: boolean;
-    jobName?: string;
-    cloudCredentialSecretName?: string;
-    failureReason?: string;
-    failureMessage?: string;
-    addresses?: Array<{ type: string; address: string }>;
-  };
-}
-export interface StandInMachine extends KubeObject {
-  spec?: { clusterName?: string; bootstrap?: { dataSecretName?: string } };
-}
+export type {
+  CapiCondition as Condition,
+  CapiMachine as StandInMachine,
+  HarvesterMachine as StandInHarvesterMachine,
+} from '../../src/api/capi.js';
+import type {
+  CapiCondition as Condition,
+  CapiMachine as StandInMachine,
+  HarvesterMachine as StandInHarvesterMachine,
+} from '../../src/api/capi.js';
 
 export interface MachineProvisionDeps {
   rancher: KubeClient;
@@ -108,7 +100,7 @@ export class MachineProvision {
   private at(o: KubeObject, subresource?: string): { namespace: string; name: string; subresource?: string } {
     return {
       namespace: o.metadata.namespace ?? '',
-      name: o.metadata.name ?? '',
+      name: o.metadata.name,
       ...(subresource ? { subresource } : {}),
     };
   }
@@ -127,7 +119,7 @@ export class MachineProvision {
     try {
       await this.deps.rancher.patch(type, this.at(o, subresource), { ...body, metadata });
     } catch (err) {
-      if (err instanceof KubeError && (err.kind === 'NotFound' || err.kind === 'Conflict')) return;
+      if (isKubeError(err, 'NotFound', 'Conflict')) return;
       throw err;
     }
   }
@@ -141,7 +133,7 @@ export class MachineProvision {
     set: Condition[],
     extra: Record<string, unknown> = {},
   ): Promise<void> {
-    const [namespace = '', name = ''] = key.split('/');
+    const { namespace, name } = parseKey(key);
     for (let attempt = 0; attempt < 5; attempt++) {
       const hm = await this.deps.rancher.find<StandInHarvesterMachine>(Resources.harvesterMachine, {
         namespace,
@@ -160,8 +152,8 @@ export class MachineProvision {
         );
         return;
       } catch (err) {
-        if (err instanceof KubeError && err.kind === 'NotFound') return;
-        if (!(err instanceof KubeError && err.kind === 'Conflict')) throw err;
+        if (isNotFound(err)) return;
+        if (!isConflict(err)) throw err;
       }
     }
   }
@@ -181,7 +173,7 @@ export class MachineProvision {
     if (!machine) return; // "waiting: machine to be set as owner reference"
     if (!hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME]) {
       await this.patch(Resources.harvesterMachine, hm, {
-        metadata: { labels: { [LABEL_CAPI_MACHINE_NAME]: machine.metadata.name ?? '' } },
+        metadata: { labels: { [LABEL_CAPI_MACHINE_NAME]: machine.metadata.name } },
       });
       return;
     }
@@ -201,9 +193,9 @@ export class MachineProvision {
 
   /** The guest's node joins its cluster; machinenodelookup copies its providerID and addresses. */
   private async registerNode(hm: StandInHarvesterMachine, machine: StandInMachine): Promise<void> {
-    const key = objectKey(hm);
+    const key = formatKey(keyOf(hm));
     const providerID = await registerGuestNode(this.deps.downstream, {
-      hostname: rancherInstanceName(hm.metadata.name ?? ''),
+      hostname: rancherInstanceName(hm.metadata.name),
       machineUid: machine.metadata.uid ?? '',
       addresses: this.addresses.get(key) ?? [],
     });
@@ -254,11 +246,11 @@ export class MachineProvision {
   /** As Rancher shows it: the infra machine's failure fields (Cluster API mirrors them on the Machine). */
   private async recordFailure(hm: StandInHarvesterMachine, error: string): Promise<void> {
     const ns = hm.metadata.namespace ?? '';
-    const name = hm.metadata.name ?? '';
+    const name = hm.metadata.name;
     const message = `failed deleting server [${ns}/${name}] of kind (HarvesterMachine) for machine ${hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME] ?? name} in infrastructure provider: DeleteError: ${error}`;
     if (hm.status?.failureMessage === message) return;
     await this.setConditions(
-      objectKey(hm),
+      formatKey(keyOf(hm)),
       [{ type: 'DeleteJob', status: 'False', reason: 'DeleteError', message }],
       {
         failureReason: 'DeleteError',
@@ -364,7 +356,7 @@ export class MachineProvision {
     }
     await this.throughOutages(() =>
       this.setConditions(key, outcome, {
-        jobName: `${hm.metadata.name ?? ''}-machine-provision`,
+        jobName: `${hm.metadata.name}-machine-provision`,
         ...(credential ? { cloudCredentialSecretName: credential } : {}),
       }),
     );
@@ -402,7 +394,7 @@ export class MachineProvision {
 
   /** Rancher creates `<m>-machine-state` (empty, owned by the infra machine) when it builds the first job. */
   private async ensureStateSecret(hm: StandInHarvesterMachine): Promise<void> {
-    const name = hm.metadata.name ?? '';
+    const name = hm.metadata.name;
     try {
       await this.deps.rancher.create(
         Resources.secret,
@@ -414,7 +406,7 @@ export class MachineProvision {
         }),
       );
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+      if (!isAlreadyExists(err)) throw err;
     }
   }
 }

@@ -113,7 +113,7 @@ export function machineStateSecret(opts: {
               {
                 apiVersion: owner.apiVersion ?? '',
                 kind: owner.kind ?? '',
-                name: owner.metadata.name ?? '',
+                name: owner.metadata.name,
                 uid: owner.metadata.uid,
               },
             ],

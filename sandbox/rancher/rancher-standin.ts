@@ -13,7 +13,16 @@
 // as if the driver had created the VM (the test creates it), and the rm job runs the driver in
 // process (removal-job.ts); the walkthrough plugs in the real rancher-machine.
 import type { DriverConfig } from '../../src/driver/config.js';
-import { Informer, KubeError, WorkQueue, objectKey, type KubeClient } from '../../src/kube/index.js';
+import { formatKey, keyOf, objectKey, parseKey, type ObjectKey } from '../../src/api/object-key.js';
+import {
+  ignoreAlreadyExists,
+  ignoreNotFound,
+  isKubeError,
+  Manager,
+  type Cache,
+  type InformerEvent,
+  type KubeClient,
+} from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
@@ -60,6 +69,7 @@ interface CapiClusterObject extends KubeObject {
 interface ProvisioningClusterObject extends KubeObject {
   spec?: { cloudCredentialSecretName?: string | null };
 }
+type ReadyObject = KubeObject & { status?: { ready?: boolean } };
 
 const deleting = (o: KubeObject | undefined): boolean => Boolean(o?.metadata.deletionTimestamp);
 
@@ -77,7 +87,7 @@ export function savedConfigCreateJob(
   }) => DriverConfig,
 ): CreateJob {
   return async ({ harvesterMachine: hm, env, clusterName }) => {
-    const name = hm.metadata.name ?? '';
+    const name = hm.metadata.name;
     const instanceName = rancherInstanceName(name);
     const secret = machineStateSecret({
       namespace: hm.metadata.namespace ?? '',
@@ -93,75 +103,74 @@ export function savedConfigCreateJob(
     });
     await rancher.patch(
       Resources.secret,
-      { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name ?? '' },
+      { namespace: hm.metadata.namespace ?? '', name: secret.metadata.name },
       { data: (secret as KubeObject & { data?: unknown }).data },
     );
   };
 }
 
-export async function startRancherStandIn(
-  rancher: KubeClient,
-  options: RancherStandInOptions = {},
-): Promise<RancherStandIn> {
-  const logger = options.logger ?? silentLogger;
-  const scope = options.namespace !== undefined ? { namespace: options.namespace } : {};
-  const informer = <T extends KubeObject>(type: ResourceType): Informer<T> =>
-    new Informer<T>(rancher, type, { ...scope, logger });
-  const provisioning = informer<ProvisioningClusterObject>(Resources.provisioningCluster);
-  const clusters = informer<CapiClusterObject>(Resources.capiCluster);
-  const machines = informer<StandInMachine>(Resources.capiMachine);
-  const infra = informer<StandInHarvesterMachine>(Resources.harvesterMachine);
-  const bootstraps = informer<BootstrapObject>(SandboxResources.rkeBootstrap);
-  const queue = (fn: (key: string) => Promise<void>): WorkQueue =>
-    new WorkQueue(fn, { logger, baseDelayMs: 100, maxDelayMs: 2000 });
+/** The stand-in's caches: the kinds Rancher's controllers read, in the watched namespace(s). */
+function rancherCaches(manager: Manager, namespace: string | undefined) {
+  const cache = <T extends KubeObject>(type: ResourceType): Cache<T> =>
+    manager.cache<T>({ type, ...(namespace !== undefined ? { namespaces: [namespace] } : {}) });
+  return {
+    provisioning: cache<ProvisioningClusterObject>(Resources.provisioningCluster),
+    clusters: cache<CapiClusterObject>(Resources.capiCluster),
+    machines: cache<StandInMachine>(Resources.capiMachine),
+    infra: cache<StandInHarvesterMachine>(Resources.harvesterMachine),
+    bootstraps: cache<BootstrapObject>(SandboxResources.rkeBootstrap),
+    rkeClusters: cache<ReadyObject>(SandboxResources.rkeCluster),
+    rkeControlPlanes: cache<ReadyObject>(SandboxResources.rkeControlPlane),
+  };
+}
+type RancherCaches = ReturnType<typeof rancherCaches>;
 
-  const provisioningQueue = queue(async (key) => {
-    const pc = provisioning.get(key);
+/**
+ * `wrangler.cattle.io/provisioning-cluster-remove`: delete the CAPI Cluster, and keep the
+ * finalizer until Cluster API has deleted its machines and removed its own.
+ */
+function provisioningClusterRemoval(rancher: KubeClient, caches: RancherCaches) {
+  return async (key: ObjectKey): Promise<void> => {
+    const pc = caches.provisioning.get(key);
     if (!pc || !deleting(pc) || !(pc.metadata.finalizers ?? []).includes(FINALIZER_PROVISIONING_CLUSTER))
       return;
-    const capi = clusters.get(key);
-    if (capi && !deleting(capi))
-      await rancher.delete(Resources.capiCluster, {
-        namespace: pc.metadata.namespace ?? '',
-        name: pc.metadata.name ?? '',
-      });
-    if (capi) return; // Cluster API deletes its machines, then removes its own finalizer
+    const capi = caches.clusters.get(key);
+    if (capi && !deleting(capi)) await rancher.delete(Resources.capiCluster, key);
+    if (capi) return;
     try {
-      await rancher.patch(
-        Resources.provisioningCluster,
-        { namespace: pc.metadata.namespace ?? '', name: pc.metadata.name ?? '' },
-        {
-          metadata: {
-            resourceVersion: pc.metadata.resourceVersion,
-            finalizers: (pc.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_PROVISIONING_CLUSTER),
-          },
+      await rancher.patch(Resources.provisioningCluster, key, {
+        metadata: {
+          resourceVersion: pc.metadata.resourceVersion,
+          finalizers: (pc.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_PROVISIONING_CLUSTER),
         },
-      );
+      });
     } catch (err) {
-      if (!(err instanceof KubeError && (err.kind === 'NotFound' || err.kind === 'Conflict'))) throw err;
+      if (!isKubeError(err, 'NotFound', 'Conflict')) throw err;
     }
-  });
+  };
+}
 
-  const bootstrapQueue = queue(async (key) => {
-    const bs = bootstraps.get(key);
+/** Rancher's RKEBootstrap controller: the bootstrap Secret, then status.ready and dataSecretName. */
+function bootstrapProvider(rancher: KubeClient, caches: RancherCaches) {
+  return async (key: ObjectKey): Promise<void> => {
+    const bs = caches.bootstraps.get(key);
     if (!bs || deleting(bs) || bs.status?.ready) return;
     const owner = (bs.metadata.ownerReferences ?? []).find((r) => r.kind === 'Machine' && r.controller);
     if (!owner) return;
-    const namespace = bs.metadata.namespace ?? '';
-    const secretName = `${bs.metadata.name ?? ''}-machine-bootstrap`;
-    try {
-      await rancher.create(Resources.secret, {
+    const secretName = `${bs.metadata.name}-machine-bootstrap`;
+    await rancher
+      .create(Resources.secret, {
         apiVersion: 'v1',
         kind: 'Secret',
         type: 'rke.cattle.io/bootstrap',
         metadata: {
           name: secretName,
-          namespace,
+          namespace: key.namespace,
           ownerReferences: [
             {
               apiVersion: 'rke.cattle.io/v1',
               kind: 'RKEBootstrap',
-              name: bs.metadata.name ?? '',
+              name: bs.metadata.name,
               uid: bs.metadata.uid ?? '',
               controller: true,
             },
@@ -170,85 +179,97 @@ export async function startRancherStandIn(
         data: {
           value: Buffer.from('#!/bin/sh\n# the sandbox has no system-agent to install\n').toString('base64'),
         },
-      } as KubeObject);
-    } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
-    }
+      } as KubeObject)
+      .catch(ignoreAlreadyExists);
     await rancher.patch(
       SandboxResources.rkeBootstrap,
-      { namespace, name: bs.metadata.name ?? '', subresource: 'status' },
+      { ...key, subresource: 'status' },
       { status: { ready: true, dataSecretName: secretName } },
     );
-  });
+  };
+}
 
-  // Rancher's RKECluster and RKEControlPlane controllers, as far as Cluster API reads them:
-  // ready (and the control plane initialized) once they exist.
-  const readyQueue = queue(async (key) => {
-    const [kind, namespace = '', name = ''] = key.split('/');
-    const type = kind === 'RKECluster' ? SandboxResources.rkeCluster : SandboxResources.rkeControlPlane;
-    const status = kind === 'RKECluster' ? { ready: true } : { ready: true, initialized: true };
-    try {
-      await rancher.patch(type, { namespace, name, subresource: 'status' }, { status });
-    } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
-    }
-  });
-  const readyInformers = [SandboxResources.rkeCluster, SandboxResources.rkeControlPlane].map((type) => {
-    const i = informer<KubeObject & { status?: { ready?: boolean } }>(type);
-    i.on((e) => {
-      if (e.type !== 'DELETED' && !e.object.status?.ready && !deleting(e.object))
-        readyQueue.add(`${type.kind}/${objectKey(e.object)}`);
-    });
-    return i;
-  });
+/**
+ * Rancher's RKECluster and RKEControlPlane controllers, as far as Cluster API reads them:
+ * ready (and the control plane initialized) once they exist.
+ */
+function readyOnSight(rancher: KubeClient, type: ResourceType, status: Record<string, boolean>) {
+  return async (key: ObjectKey): Promise<void> => {
+    await rancher.patch(type, { ...key, subresource: 'status' }, { status }).catch(ignoreNotFound);
+  };
+}
+const notReadyYet = (e: InformerEvent<ReadyObject>): ObjectKey | undefined =>
+  e.type !== 'DELETED' && !e.object.status?.ready && !deleting(e.object) ? keyOf(e.object) : undefined;
 
+export async function startRancherStandIn(
+  rancher: KubeClient,
+  options: RancherStandInOptions = {},
+): Promise<RancherStandIn> {
+  const logger = options.logger ?? silentLogger;
+  const manager = new Manager({
+    client: rancher,
+    logger,
+    queueDefaults: { baseDelayMs: 100, maxDelayMs: 2000 },
+  });
+  const caches = rancherCaches(manager, options.namespace);
   // The queue calls the provisioner, which requeues through the queue (on a job's end).
-  const infraQueue = queue((key) => provision.reconcile(key));
   const provision = new MachineProvision({
     rancher,
     downstream: options.downstream ?? rancher,
-    machine: (ns, name) => machines.get(`${ns}/${name}`),
-    capiCluster: (ns, name) => clusters.get(`${ns}/${name}`),
-    provisioningCluster: (ns, name) => provisioning.get(`${ns}/${name}`),
-    harvesterMachine: (key) => infra.get(key),
+    machine: (ns, name) => caches.machines.get(objectKey(ns, name)),
+    capiCluster: (ns, name) => caches.clusters.get(objectKey(ns, name)),
+    provisioningCluster: (ns, name) => caches.provisioning.get(objectKey(ns, name)),
+    harvesterMachine: (key) => caches.infra.get(parseKey(key)),
     createJob: options.createJob ?? savedConfigCreateJob(rancher, savedDriverConfig),
     removalJob: options.removalJob ?? driverRemovalJob(rancher, logger),
     backoffLimit: options.backoffLimit ?? 3,
     retryDelayMs: options.retryDelayMs ?? 500,
-    requeue: (key) => infraQueue.add(key),
+    requeue: (key) => machineProvisioning.enqueue(parseKey(key)),
     logger,
   });
-  const infraOf = (m: KubeObject): string | undefined => {
-    const ref = (m as { spec?: { infrastructureRef?: { name?: string; namespace?: string } } }).spec
-      ?.infrastructureRef;
-    return ref?.name ? `${ref.namespace ?? m.metadata.namespace ?? ''}/${ref.name}` : undefined;
-  };
 
-  provisioning.on((e) => provisioningQueue.add(objectKey(e.object)));
-  clusters.on((e) => {
-    provisioningQueue.add(objectKey(e.object));
-    for (const hm of infra.list((o) => o.metadata.namespace === e.object.metadata.namespace))
-      infraQueue.add(objectKey(hm));
-  });
-  machines.on((e) => {
-    const key = infraOf(e.object);
-    if (key) infraQueue.add(key);
-  });
-  infra.on((e) => infraQueue.add(objectKey(e.object)));
-  bootstraps.on((e) => bootstrapQueue.add(objectKey(e.object)));
-  const informers = [provisioning, clusters, machines, infra, bootstraps, ...readyInformers];
-  await Promise.all(informers.map((i) => i.start()));
+  manager
+    .controller('provisioning-cluster-remove', { reconcile: provisioningClusterRemoval(rancher, caches) })
+    .watch(caches.provisioning)
+    .watch(caches.clusters);
+  manager
+    .controller('rke-bootstrap', { reconcile: bootstrapProvider(rancher, caches) })
+    .watch(caches.bootstraps);
+  manager
+    .controller('rke-cluster', {
+      reconcile: readyOnSight(rancher, SandboxResources.rkeCluster, { ready: true }),
+    })
+    .watch(caches.rkeClusters, notReadyYet);
+  manager
+    .controller('rke-control-plane', {
+      reconcile: readyOnSight(rancher, SandboxResources.rkeControlPlane, { ready: true, initialized: true }),
+    })
+    .watch(caches.rkeControlPlanes, notReadyYet);
+  const machineProvisioning = manager
+    .controller('machine-provision', { reconcile: (key) => provision.reconcile(formatKey(key)) })
+    .watch(caches.infra)
+    .watch(caches.machines, (e) => infrastructureOf(e.object))
+    .watch(caches.clusters, (e) =>
+      caches.infra.list((o) => o.metadata.namespace === e.object.metadata.namespace).map(keyOf),
+    );
+  await manager.start();
 
-  const queues = [provisioningQueue, bootstrapQueue, readyQueue, infraQueue];
   return {
     runs: provision.runs,
     get removals() {
       return provision.runs.filter((r) => r.kind === 'remove');
     },
     stop: async () => {
-      await Promise.all(queues.map((q) => q.stop()));
+      manager.halt();
       await provision.running();
-      await Promise.all(informers.map((i) => i.stop()));
+      await manager.stop();
     },
   };
+}
+
+/** The HarvesterMachine a Machine's infrastructureRef names. */
+function infrastructureOf(m: StandInMachine): ObjectKey | undefined {
+  const ref = (m as { spec?: { infrastructureRef?: { name?: string; namespace?: string } } }).spec
+    ?.infrastructureRef;
+  return ref?.name ? objectKey(ref.namespace ?? m.metadata.namespace, ref.name) : undefined;
 }

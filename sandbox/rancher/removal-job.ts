@@ -13,7 +13,7 @@ import { readSavedDriverConfig } from './machine-state.js';
 export function driverRemovalJob(rancher: KubeClient, logger: Logger = silentLogger): RemovalJob {
   return async ({ harvesterMachine, env }) => {
     const namespace = harvesterMachine.metadata.namespace ?? '';
-    const machineName = harvesterMachine.metadata.name ?? '';
+    const machineName = harvesterMachine.metadata.name;
     const saved = await readSavedDriverConfig(
       rancher,
       namespace,

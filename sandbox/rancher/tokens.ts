@@ -15,8 +15,8 @@
 //   named in a credential's kubeconfig: the SAME token gets a new TTL (0 = never expires).
 import crypto from 'node:crypto';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
+import { Resources, type KubeObject, type NewObject } from '../../src/kube/resources.js';
 import { registerSecret } from '../../src/log/redact.js';
 import { recordSecret } from '../secret-ledger.js';
 import {
@@ -75,7 +75,7 @@ export async function createRancherToken(
   await ensureClusterMember(rancher, { clusterId: opts.clusterId, userId: opts.userId });
   const secret = randomRancherString(54);
   const hashed = opts.hashed ?? true;
-  const body: RancherTokenObject = {
+  const body: NewObject<RancherTokenObject> = {
     apiVersion: 'management.cattle.io/v3',
     kind: 'Token',
     metadata: {
@@ -100,7 +100,7 @@ export async function createRancherToken(
     ...(opts.scopeToCluster ? { clusterName: opts.clusterId } : {}),
   };
   const created = await rancher.create<RancherTokenObject>(RancherResources.token, body);
-  const name = created.metadata.name ?? '';
+  const name = created.metadata.name;
   const token = `${name}:${secret}`;
   registerSecret(token);
   registerSecret(secret);
@@ -182,7 +182,7 @@ async function createIfAbsent(rancher: KubeClient, create: () => Promise<unknown
   try {
     await create();
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }
 

@@ -1,6 +1,7 @@
 // Real helm (scripts/setup-release-tools.sh builds it once into the cache): lint, template
 // and package the controller's chart, and apply what it renders to an apiserver the way
 // `kubectl apply --server-side` does.
+import { keyOf } from '../../src/api/object-key.js';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -131,7 +132,7 @@ export async function applyServerSide(client: KubeClient, objects: KubeObject[])
   const applied: KubeObject[] = [];
   for (const obj of objects) {
     const type = resourceTypeOf(obj);
-    const at = { namespace: obj.metadata.namespace ?? '', name: obj.metadata.name ?? '' };
+    const at = keyOf(obj);
     applied.push(
       await client.call<KubeObject>({
         method: 'PATCH',

@@ -88,7 +88,7 @@ async function sayCreated(s: Session, say: Say, cluster: string, machines: Guest
     const ip = vmi?.status?.interfaces?.find((i) => i.ipAddress)?.ipAddress ?? 'no IP yet';
     say(
       'Harvester',
-      `VM ${vm.metadata.namespace ?? ''}/${vm.metadata.name ?? ''}: ${vmi?.status?.phase ?? 'no instance'}, ${ip}`,
+      `VM ${vm.metadata.namespace ?? ''}/${vm.metadata.name}: ${vmi?.status?.phase ?? 'no instance'}, ${ip}`,
     );
   }
 }
@@ -236,7 +236,7 @@ export async function deleteCluster(
   const ns = s.state.fleetNamespace;
   const machines = (await s.rancher.list<KubeObject>(Resources.capiMachine, { namespace: ns })).items
     .filter((m) => m.metadata.labels?.['cluster.x-k8s.io/cluster-name'] === opts.name)
-    .map((m) => m.metadata.name ?? '');
+    .map((m) => m.metadata.name);
   if (!(await s.rancher.delete(Resources.provisioningCluster, { namespace: ns, name: opts.name })))
     throw new CommandError(`Rancher has no cluster ${ns}/${opts.name}`);
   say('Rancher', `DELETE provisioning Cluster ${ns}/${opts.name}, as Cluster Management's Delete does`);
@@ -258,7 +258,7 @@ export async function deleteCluster(
   say(
     'Harvester',
     left.length
-      ? `VMs of ${opts.name} still there: ${left.map((v) => v.metadata.name ?? '').join(', ')}`
+      ? `VMs of ${opts.name} still there: ${left.map((v) => v.metadata.name).join(', ')}`
       : `no VM of ${opts.name} is left`,
   );
   // The load balancers go once the last VM is gone: wait for the cleanup controller's word.

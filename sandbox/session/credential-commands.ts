@@ -6,7 +6,8 @@
 //                     same user, its kubeconfig saved into the same credential
 import { parse } from 'yaml';
 import { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import type { KubeError } from '../../src/kube/errors.js';
+import { isCredentialRejected } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { credentialKubeconfig } from '../../src/rancher/cloud-credential.js';
 import { decodeBase64OrPlain } from '../../src/kube/kubeconfig-content.js';
@@ -53,7 +54,7 @@ async function untilRefused(kubeconfig: string, namespace: string, timeoutMs: nu
         () => undefined,
         (e: unknown) => e,
       );
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') return err;
+      if (isCredentialRejected(err)) return err;
       if (Date.now() > deadline)
         throw new CommandError(`the expired token was still accepted after ${timeoutMs / 1000} s`);
       await new Promise((r) => setTimeout(r, 250));

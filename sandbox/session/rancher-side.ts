@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { Logger } from '../../src/log/logger.js';
 import { redact } from '../../src/log/redact.js';
@@ -110,7 +110,7 @@ export async function startRancherSide(
         metadata: { name },
       });
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+      if (!isAlreadyExists(err)) throw err;
     }
   }
   const root = path.join(opts.dir, 'rancher');
@@ -155,7 +155,7 @@ export async function startRancherSide(
   const append = (r: JobRecord): void =>
     fs.appendFileSync(jobsFile(opts.dir), JSON.stringify(r) + '\n', { mode: 0o600 });
   const started = (kind: JobRecord['kind'], ctx: JobContext): JobRecord => {
-    const machine = ctx.harvesterMachine.metadata.name ?? '';
+    const machine = ctx.harvesterMachine.metadata.name;
     const token = tokenNameOf(ctx.env.HARVESTER_KUBECONFIG_CONTENT);
     return {
       kind,

@@ -18,7 +18,7 @@ import {
   type LoadBalancer,
 } from '../../src/harvester/load-balancers.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 
@@ -45,6 +45,11 @@ export function cloudProviderLbName(
 export interface GuestLoadBalancerRequest {
   /** The cloud provider's --cluster-name (Rancher's UI: the guest cluster's name). */
   cluster: string;
+  /**
+   * The guest cluster it runs in (whose VMs carry guestcluster.harvesterhci.io/name), when
+   * its chart values gave it another --cluster-name; default `cluster`.
+   */
+  guestCluster?: string;
   /** Its kubeconfig's namespace: the guest cluster's VMs' namespace on Harvester. */
   namespace: string;
   service: { namespace: string; name: string; uid?: string };
@@ -72,11 +77,11 @@ export async function ensureGuestLoadBalancer(
 ): Promise<GuestLoadBalancer> {
   const vms = await harvester.list<KubeObject>(Resources.virtualMachine, {
     namespace: req.namespace,
-    labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${req.cluster}`,
+    labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${req.guestCluster ?? req.cluster}`,
   });
   if (vms.items.length === 0)
     throw new Error(
-      `guest cluster ${req.cluster} has no VM in ${req.namespace}: no cloud provider runs for it to make a load balancer`,
+      `guest cluster ${req.guestCluster ?? req.cluster} has no VM in ${req.namespace}: no cloud provider runs for it to make a load balancer`,
     );
   const uid = req.service.uid ?? crypto.randomUUID();
   const name = cloudProviderLbName(req.cluster, req.service.namespace, req.service.name, uid);
@@ -103,7 +108,7 @@ export async function ensureGuestLoadBalancer(
   try {
     await harvester.create<GuestLoadBalancer>(Resources.loadBalancer, body);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
   return waitFor<GuestLoadBalancer>(harvester, {
     type: Resources.loadBalancer,
@@ -157,6 +162,6 @@ export async function ensureIpPool(
       },
     } as KubeObject);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }

@@ -1,6 +1,8 @@
 // What the stand-in controllers share: the client they write with, the informers they
-// read from, the behaviour knobs tests turn at runtime, and the injected faults.
+// declare their controllers on, the behaviour knobs tests turn at runtime, and the injected faults.
+import { formatKey, objectKey, type ObjectKey } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import type { Manager } from '../../src/kube/manager.js';
 import type { Logger } from '../../src/log/logger.js';
 import type { SharedInformers } from './runtime.js';
 
@@ -30,42 +32,47 @@ export interface VmRef {
 export interface Behaviour {
   delays: Delays;
   noIp: (vm: VmRef) => boolean;
+  /** Networks ("namespace/name") with no DHCP server and no router: only what cloud-init sets. */
+  networksWithoutDhcp: readonly string[];
 }
 
 /** Faults decided out of band: nothing about them is ever written to an object. */
 export class Faults {
   private readonly heldRemovals = new Set<string>();
 
-  constructor(private readonly onRelease: (key: string) => void) {}
+  constructor(private readonly onRelease: (key: ObjectKey) => void) {}
 
   holdRemoval(namespace: string, vmName: string): void {
-    this.heldRemovals.add(`${namespace}/${vmName}`);
+    this.heldRemovals.add(formatKey(objectKey(namespace, vmName)));
   }
 
   releaseRemoval(namespace: string, vmName: string): void {
-    const key = `${namespace}/${vmName}`;
-    if (this.heldRemovals.delete(key)) this.onRelease(key);
+    const key = objectKey(namespace, vmName);
+    if (this.heldRemovals.delete(formatKey(key))) this.onRelease(key);
   }
 
-  isRemovalHeld(key: string): boolean {
-    return this.heldRemovals.has(key);
+  isRemovalHeld(key: ObjectKey): boolean {
+    return this.heldRemovals.has(formatKey(key));
   }
 
   private readonly forgotten = new Set<string>();
 
   /** Harvester's VM controller ignores this VM from now on, as an older Harvester without it would. */
   forgetVm(namespace: string, vmName: string): void {
-    this.forgotten.add(`${namespace}/${vmName}`);
+    this.forgotten.add(formatKey(objectKey(namespace, vmName)));
   }
 
-  isForgotten(key: string): boolean {
-    return this.forgotten.has(key);
+  isForgotten(key: ObjectKey): boolean {
+    return this.forgotten.has(formatKey(key));
   }
 }
 
 export interface StandInContext {
   client: KubeClient;
   logger: Logger;
+  /** Every stand-in's caches and controllers, on one lifecycle. */
+  manager: Manager;
+  /** The KubeVirt stand-ins' view of the same manager (runtime.ts). */
   informers: SharedInformers;
   behaviour: Behaviour;
   faults: Faults;

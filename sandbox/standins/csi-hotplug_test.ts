@@ -157,7 +157,7 @@ describe('CSI stand-in and hot-plug', () => {
     await waitUntil(
       client,
       ExtraResources.pod,
-      { namespace: ns, name: attachPod.metadata.name ?? '' },
+      { namespace: ns, name: attachPod.metadata.name },
       'attachment pod gone',
       gone,
     );

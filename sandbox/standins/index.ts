@@ -1,9 +1,11 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
-// VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices add-on,
-// Longhorn's provisioning, the CSI driver's calls, and, beside KubeVirt's own virt-api and
-// virt-controller (sandbox/kubevirt), what its node does: the kubelet and virt-handler
-// (node/). See docs/upstream/harvester-kubevirt.md and docs/upstream/kubevirt.md.
+// VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices and
+// vm-dhcp-controller add-ons, Longhorn's provisioning, the CSI driver's calls, and, beside
+// KubeVirt's own virt-api and virt-controller (sandbox/kubevirt), what its node does: the
+// kubelet and virt-handler (node/). See docs/upstream/harvester-kubevirt.md and
+// docs/upstream/kubevirt.md.
 import type { KubeClient } from '../../src/kube/client.js';
+import { Manager } from '../../src/kube/manager.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import {
   DEFAULT_DELAYS,
@@ -21,10 +23,11 @@ import { pciDevicesStandIn } from './harvester/pcidevices-controller.js';
 import { loadBalancerControllers } from './harvester/load-balancer-controller.js';
 import { harvesterVmController } from './harvester/vm-controller.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
+import { vmDhcpControllers } from './harvester/vm-dhcp-controller.js';
 import { kubelet } from './node/kubelet.js';
 import { nodeController } from './node/node-controller.js';
 import { virtHandler } from './node/virt-handler.js';
-import { SharedInformers, sleep, type Reconciler } from './runtime.js';
+import { SharedInformers } from './runtime.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
 export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
@@ -34,6 +37,8 @@ export interface StandInOptions {
   delays?: Partial<Delays>;
   /** Per-VM behaviour decided out of band (never by a marker on the objects): no IP ever for some VMs. */
   noIp?: (vm: VmRef) => boolean;
+  /** VLAN networks ("namespace/name") without DHCP: a guest there has only the address its network data gives. */
+  networksWithoutDhcp?: readonly string[];
   /**
    * KubeVirt's virt-api and virt-controller run beside (sandbox/kubevirt): the node stand-in
    * plays the rest, writing VMIs with this client (virt-handler's service account). Without it
@@ -59,47 +64,65 @@ export interface StandIns {
   stop(): Promise<void>;
 }
 
+/** A stand-in's queues retry fast: a test waits on what they do. */
+const QUEUE_OPTIONS = { baseDelayMs: 100, maxDelayMs: 5_000, concurrency: 4 };
+/** How long the queues must stay drained for the stand-ins to count as idle. */
+const QUIET_MS = 150;
+
 export async function startStandIns(admin: KubeClient, options: StandInOptions = {}): Promise<StandIns> {
   const logger = options.logger ?? silentLogger;
-  const informers = new SharedInformers(admin, logger);
+  // A silent stream may be half-open (apiserver gone without a FIN): resume it after 60 s.
+  const manager = new Manager({
+    client: admin,
+    logger,
+    informerIdleTimeoutMs: 60_000,
+    queueDefaults: QUEUE_OPTIONS,
+  });
   const behaviour: Behaviour = {
     delays: { ...DEFAULT_DELAYS, ...options.delays },
     noIp: options.noIp ?? (() => false),
+    networksWithoutDhcp: options.networksWithoutDhcp ?? [],
   };
-  const reconcilers: Reconciler[] = [];
   const faults = new Faults((key) => harvesterVm.enqueue(key));
-  const kubevirt = options.virtHandlerClient !== undefined;
-  const ctx: StandInContext = { client: admin, logger, informers, behaviour, faults, kubevirt };
+  const ctx: StandInContext = {
+    client: admin,
+    logger,
+    manager,
+    informers: new SharedInformers(manager),
+    behaviour,
+    faults,
+    kubevirt: options.virtHandlerClient !== undefined,
+  };
 
   const harvesterVm = harvesterVmController(ctx);
   const devices = pciDevicesStandIn(ctx);
+  harvesterPvcController(ctx);
+  vmiNetworkController(ctx);
+  keyPairController(ctx);
+  imageController(ctx);
+  longhornBinder(ctx);
+  loadBalancerControllers(ctx);
+  vmDhcpControllers(ctx);
   const handler = options.virtHandlerClient ? virtHandler(ctx, options.virtHandlerClient) : undefined;
-  reconcilers.push(
-    ...devices.reconcilers,
-    harvesterVm,
-    harvesterPvcController(ctx),
-    vmiNetworkController(ctx),
-    keyPairController(ctx),
-    imageController(ctx),
-    ...longhornBinder(ctx),
-    ...loadBalancerControllers(ctx),
-    ...(handler ? [nodeController(ctx, devices.offer), kubelet(ctx), handler.reconciler] : []),
-  );
+  if (handler) {
+    nodeController(ctx, devices.offer);
+    kubelet(ctx);
+  }
 
   await ensureDefaultStorageClass(admin);
   try {
-    await informers.start();
+    await manager.start();
   } catch (err) {
-    await informers.stop();
-    await Promise.all(reconcilers.map((r) => r.queue.stop()));
+    await manager.stop();
     throw err;
   }
-  logger.info('stand-in controllers started', { controllers: reconcilers.map((r) => r.name) });
+  logger.info('stand-in controllers started', { controllers: manager.controllers.map((c) => c.name) });
 
   return {
     configure(change) {
       if (change.delays) behaviour.delays = { ...behaviour.delays, ...change.delays };
       if (change.noIp) behaviour.noIp = change.noIp;
+      if (change.networksWithoutDhcp) behaviour.networksWithoutDhcp = change.networksWithoutDhcp;
       // VMIs sleeping out the old delays look again with the new ones.
       handler?.requeueAll();
     },
@@ -109,19 +132,9 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
       forgetVm: (ns, vm) => faults.forgetVm(ns, vm),
     },
     csi: csiStandIn(admin),
-    async idle() {
-      // Work begets work through watch events, which take a moment to arrive.
-      for (;;) {
-        const before = reconcilers.reduce((n, r) => n + r.processed, 0);
-        await Promise.all(reconcilers.map((r) => r.queue.idle()));
-        await sleep(150);
-        const after = reconcilers.reduce((n, r) => n + r.processed, 0);
-        if (after === before && reconcilers.every((r) => r.queue.length === 0)) return;
-      }
-    },
+    idle: () => manager.settled(QUIET_MS),
     async stop() {
-      await informers.stop();
-      await Promise.all(reconcilers.map((r) => r.queue.stop()));
+      await manager.stop();
       logger.info('stand-in controllers stopped');
     },
   };

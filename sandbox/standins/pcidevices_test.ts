@@ -38,14 +38,14 @@ function uiClaim(device: PciDeviceObject, owned = true): PciDeviceClaimObject {
     apiVersion: 'devices.harvesterhci.io/v1beta1',
     kind: 'PCIDeviceClaim',
     metadata: {
-      name: device.metadata.name ?? '',
+      name: device.metadata.name,
       ...(owned
         ? {
             ownerReferences: [
               {
                 apiVersion: 'devices.harvesterhci.io/v1beta1',
                 kind: 'PCIDevice',
-                name: device.metadata.name ?? '',
+                name: device.metadata.name,
                 uid: device.metadata.uid ?? '',
               },
             ],
@@ -170,23 +170,23 @@ describe('pcidevices add-on stand-in', () => {
     const { client } = s;
     assert.ok(NIC);
     const device = await discoverPciDevice(client, { ...NIC, node: 'harvester-node-1' });
-    const made = await client.get<PciDeviceObject>(Resources.pciDevice, { name: device.metadata.name ?? '' });
+    const made = await client.get<PciDeviceObject>(Resources.pciDevice, { name: device.metadata.name });
     await client.create(Resources.pciDeviceClaim, uiClaim(made));
     const claim = await waitUntil<PciDeviceClaimObject>(
       client,
       Resources.pciDeviceClaim,
-      { name: made.metadata.name ?? '' },
+      { name: made.metadata.name },
       'passthrough enabled',
       (c) => c?.status?.passthroughEnabled === true,
     );
     assert.equal(claim?.status?.kernelDriverToUnbind, 'i40e');
     assert.deepEqual(claim?.metadata.finalizers, [FINALIZER_PCI_CLAIM]);
-    const bound = await client.get<PciDeviceObject>(Resources.pciDevice, { name: made.metadata.name ?? '' });
+    const bound = await client.get<PciDeviceObject>(Resources.pciDevice, { name: made.metadata.name });
     assert.equal(bound.status?.kernelDriverInUse, VFIO_PCI);
 
-    await client.delete(Resources.pciDeviceClaim, { name: made.metadata.name ?? '' });
-    await waitUntil(client, Resources.pciDeviceClaim, { name: made.metadata.name ?? '' }, 'claim gone', gone);
-    const back = await client.get<PciDeviceObject>(Resources.pciDevice, { name: made.metadata.name ?? '' });
+    await client.delete(Resources.pciDeviceClaim, { name: made.metadata.name });
+    await waitUntil(client, Resources.pciDeviceClaim, { name: made.metadata.name }, 'claim gone', gone);
+    const back = await client.get<PciDeviceObject>(Resources.pciDevice, { name: made.metadata.name });
     assert.equal(back.status?.kernelDriverInUse, 'i40e');
   });
 
@@ -198,17 +198,17 @@ describe('pcidevices add-on stand-in', () => {
     await waitUntil<PciDeviceClaimObject>(
       client,
       Resources.pciDeviceClaim,
-      { name: device.metadata.name ?? '' },
+      { name: device.metadata.name },
       'the finalizer',
       (c) => (c?.metadata.finalizers ?? []).includes(FINALIZER_PCI_CLAIM),
     );
     await s.standIns.idle();
     const claim = await client.get<PciDeviceClaimObject>(Resources.pciDeviceClaim, {
-      name: device.metadata.name ?? '',
+      name: device.metadata.name,
     });
     assert.notEqual(claim.status?.passthroughEnabled, true);
     const untouched = await client.get<PciDeviceObject>(Resources.pciDevice, {
-      name: device.metadata.name ?? '',
+      name: device.metadata.name,
     });
     assert.equal(untouched.status?.kernelDriverInUse, 'i40e');
   });
@@ -218,19 +218,19 @@ describe('pcidevices add-on stand-in', () => {
     const stick = SANDBOX_USB[0];
     assert.ok(stick);
     const device = await discoverUsbDevice(client, { ...stick, node: 'harvester-node-1' });
-    const made = await client.get<UsbDeviceObject>(Resources.usbDevice, { name: device.metadata.name ?? '' });
+    const made = await client.get<UsbDeviceObject>(Resources.usbDevice, { name: device.metadata.name });
     assert.equal(made.metadata.name, 'harvester-node-1-0951-1666-001002');
     assert.equal(made.status?.resourceName, 'kubevirt.io/harvester-node-1-0951-1666-001002');
     await client.create<UsbDeviceClaimObject>(Resources.usbDeviceClaim, {
       apiVersion: 'devices.harvesterhci.io/v1beta1',
       kind: 'USBDeviceClaim',
       metadata: {
-        name: made.metadata.name ?? '',
+        name: made.metadata.name,
         ownerReferences: [
           {
             apiVersion: 'devices.harvesterhci.io/v1beta1',
             kind: 'USBDevice',
-            name: made.metadata.name ?? '',
+            name: made.metadata.name,
             uid: made.metadata.uid ?? '',
           },
         ],
@@ -240,7 +240,7 @@ describe('pcidevices add-on stand-in', () => {
     const claim = await waitUntil<UsbDeviceClaimObject>(
       client,
       Resources.usbDeviceClaim,
-      { name: made.metadata.name ?? '' },
+      { name: made.metadata.name },
       'the claim status',
       (c) => c?.status?.nodeName === 'harvester-node-1',
     );
@@ -261,15 +261,13 @@ describe('pcidevices add-on stand-in', () => {
       },
     ]);
     assert.equal(
-      (await client.get<UsbDeviceObject>(Resources.usbDevice, { name: made.metadata.name ?? '' })).status
-        ?.enabled,
+      (await client.get<UsbDeviceObject>(Resources.usbDevice, { name: made.metadata.name })).status?.enabled,
       true,
     );
-    await client.delete(Resources.usbDeviceClaim, { name: made.metadata.name ?? '' });
-    await waitUntil(client, Resources.usbDeviceClaim, { name: made.metadata.name ?? '' }, 'claim gone', gone);
+    await client.delete(Resources.usbDeviceClaim, { name: made.metadata.name });
+    await waitUntil(client, Resources.usbDeviceClaim, { name: made.metadata.name }, 'claim gone', gone);
     assert.equal(
-      (await client.get<UsbDeviceObject>(Resources.usbDevice, { name: made.metadata.name ?? '' })).status
-        ?.enabled,
+      (await client.get<UsbDeviceObject>(Resources.usbDevice, { name: made.metadata.name })).status?.enabled,
       false,
     );
     assert.deepEqual(await permittedUsb(), [], 'the USB claim takes its permit with it');
@@ -288,7 +286,7 @@ describe('pcidevices add-on stand-in', () => {
     );
     await assertNotPermitted(client, ns, 'gpu-a', resource);
 
-    const live = await client.get<PciDeviceObject>(Resources.pciDevice, { name: first.metadata.name ?? '' });
+    const live = await client.get<PciDeviceObject>(Resources.pciDevice, { name: first.metadata.name });
     await client.create(Resources.pciDeviceClaim, uiClaim(live));
     const vm = await waitUntil<VirtualMachine>(
       client,

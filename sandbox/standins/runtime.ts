@@ -1,100 +1,81 @@
-// What every stand-in controller is made of: shared informers (one list+watch per kind,
-// resumed after drops and apiserver restarts) feeding one WorkQueue per controller,
-// keyed by namespace/name, so repeated events for one object merge into one reconcile.
-import type { KubeClient } from '../../src/kube/client.js';
-import { Informer, objectKey, type InformerEvent } from '../../src/kube/informer.js';
-import { qualifiedName, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
-import { WorkQueue, type ReconcileResult } from '../../src/kube/work-queue.js';
+// What the stand-in controllers share besides the manager (src/kube/manager.ts): owner keys,
+// JSON comparison blind to key order, timestamps, and the KubeVirt stand-ins' old interface.
+import { formatKey, keyOf as objectKeyOf, parseKey } from '../../src/api/object-key.js';
+import type { InformerEvent } from '../../src/kube/informer.js';
+import type { Cache, Controller, Manager } from '../../src/kube/manager.js';
+import type { KubeObject, ResourceType } from '../../src/kube/resources.js';
+import type { ReconcileResult } from '../../src/kube/work-queue.js';
 import type { Logger } from '../../src/log/logger.js';
 
+// The KubeVirt stand-ins' old interface, kept as a thin path onto the same manager so that they
+// share its caches and lifecycle; it goes with them (they are to be replaced by the real
+// virt-api and virt-controller). Everything else declares its controllers on ctx.manager.
 export class SharedInformers {
-  private readonly byType = new Map<string, Informer<KubeObject>>();
+  constructor(readonly manager: Manager) {}
 
-  constructor(
-    private readonly client: KubeClient,
-    private readonly logger: Logger,
-  ) {}
-
-  get<T extends KubeObject>(type: ResourceType, labelSelector?: string): Informer<T> {
-    const id = `${qualifiedName(type)}?${labelSelector ?? ''}`;
-    let informer = this.byType.get(id);
-    if (!informer) {
-      informer = new Informer<KubeObject>(this.client, type, {
-        ...(labelSelector ? { labelSelector } : {}),
-        // A silent stream may be half-open (apiserver gone without a FIN): resume it.
-        idleTimeoutMs: 60_000,
-        logger: this.logger.child({ informer: qualifiedName(type) }),
-      });
-      this.byType.set(id, informer);
-    }
-    return informer as unknown as Informer<T>;
-  }
-
-  async start(): Promise<void> {
-    await Promise.all([...this.byType.values()].map((i) => i.start()));
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.byType.values()].map((i) => i.stop()));
+  get<T extends KubeObject>(type: ResourceType, labelSelector?: string): LegacyInformer<T> {
+    return new LegacyInformer(
+      this.manager,
+      this.manager.cache<T>({ type, ...(labelSelector ? { labelSelector } : {}) }),
+    );
   }
 }
 
-/** One controller: a reconcile function behind its own queue. */
+/** A shared cache read by "namespace/name" strings. */
+export class LegacyInformer<T extends KubeObject> {
+  constructor(
+    readonly manager: Manager,
+    readonly cache: Cache<T>,
+  ) {}
+
+  get(key: string): T | undefined {
+    return this.cache.get(parseKey(key));
+  }
+
+  list(filter?: (o: T) => boolean): T[] {
+    return this.cache.list(filter);
+  }
+}
+
+/** A controller declared on the manager of the first cache it watches, keyed by strings. */
 export class Reconciler {
-  readonly queue: WorkQueue;
-  /** Reconciles finished so far: lets idle() tell a quiet system from a busy one. */
-  processed = 0;
+  private controller: Controller | undefined;
 
   constructor(
     readonly name: string,
-    reconcile: (key: string) => Promise<ReconcileResult>,
+    private readonly reconcile: (key: string) => Promise<ReconcileResult>,
     readonly logger: Logger,
-  ) {
-    this.queue = new WorkQueue(
-      async (key) => {
-        try {
-          return await reconcile(key);
-        } finally {
-          this.processed++;
-        }
-      },
-      { logger, baseDelayMs: 100, maxDelayMs: 5_000, concurrency: 4 },
-    );
-  }
+  ) {}
 
   enqueue(key: string | undefined): void {
-    if (key) this.queue.add(key);
+    if (key) this.declared().enqueue(parseKey(key));
   }
 
   /** Enqueues what `keys` maps each event of `informer` to (default: the object's own key). */
   watch<T extends KubeObject>(
-    informer: Informer<T>,
+    informer: LegacyInformer<T>,
     keys: (e: InformerEvent<T>) => Array<string | undefined> | string | undefined = (e) =>
-      objectKey(e.object),
+      formatKey(objectKeyOf(e.object)),
   ): this {
-    informer.on((e) => {
+    this.controller ??= informer.manager.controller(this.name, {
+      reconcile: (key) => this.reconcile(formatKey(key)),
+      logger: this.logger,
+    });
+    this.controller.watch(informer.cache, (e) => {
       const mapped = keys(e);
-      for (const key of Array.isArray(mapped) ? mapped : [mapped]) this.enqueue(key);
+      return (Array.isArray(mapped) ? mapped : [mapped]).flatMap((k) => (k ? [parseKey(k)] : []));
     });
     return this;
+  }
+
+  private declared(): Controller {
+    if (!this.controller) throw new Error(`${this.name}: enqueue before it watches anything`);
+    return this.controller;
   }
 }
 
 export const keyOf = (namespace: string | undefined, name: string | undefined): string =>
   namespace ? `${namespace}/${name ?? ''}` : (name ?? '');
-
-export function splitKey(key: string): { namespace: string; name: string } {
-  const slash = key.indexOf('/');
-  return slash < 0
-    ? { namespace: '', name: key }
-    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
-
-/** The key of the object's controller owner of the given kind, if any. */
-export function controllerOwnerKey(obj: KubeObject, kind: string): string | undefined {
-  const owner = obj.metadata.ownerReferences?.find((o) => o.controller && o.kind === kind);
-  return owner ? keyOf(obj.metadata.namespace, owner.name) : undefined;
-}
 
 /** Deep equality of JSON values, blind to key order (the apiserver reorders keys). */
 export function sameJson(a: unknown, b: unknown): boolean {

@@ -9,7 +9,7 @@ import { createNamespace } from '../control-plane/access.js';
 import type { ControlPlaneFixture } from '../../test/support/control-plane-fixture.js';
 import type { ControlPlane } from '../control-plane/control-plane.js';
 import { startHarvester, type HarvesterControlPlane } from '../harvester.js';
-import { seedNetwork } from '../sandbox-seeds.js';
+import { seedNetworks } from '../sandbox-seeds.js';
 import { startStandIns, type StandInOptions, type StandIns } from './index.js';
 import { Annotations } from './names.js';
 import type { VirtualMachine, VirtualMachineImage } from './types.js';
@@ -67,7 +67,7 @@ export function useHarvester(
   before(async () => {
     harvester = await startHarvester({ name: name ?? 'harvester', kubevirt: kubevirt !== false });
     client = KubeClient.fromKubeconfig(harvester.cp.adminKubeconfig, { requestTimeoutMs: 10_000 });
-    await seedNetwork(client);
+    await seedNetworks(client);
     const logger = process.env.STANDINS_LOG ? createLogger({ level: 'debug', format: 'json' }) : undefined;
     standIns = await startStandIns(client, {
       delays: FAST,

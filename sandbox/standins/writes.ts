@@ -4,7 +4,7 @@
 // resourceVersion. A lost race is retried on a fresh read, a bounded number of times;
 // after that the error goes back to the work queue, which retries with backoff.
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError, isKubeError } from '../../src/kube/errors.js';
+import { isKubeError, isNotFound } from '../../src/kube/errors.js';
 import type { KubeObject, ResourceType } from '../../src/kube/resources.js';
 
 const ATTEMPTS = 5;
@@ -14,7 +14,7 @@ export type ObjectRef = { namespace?: string; name: string };
 export function refOf(obj: KubeObject): ObjectRef {
   return {
     ...(obj.metadata.namespace !== undefined ? { namespace: obj.metadata.namespace } : {}),
-    name: obj.metadata.name ?? '',
+    name: obj.metadata.name,
   };
 }
 
@@ -141,7 +141,7 @@ export async function forceDelete(client: KubeClient, type: ResourceType, ref: O
     });
     return true;
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'NotFound') return false;
+    if (isNotFound(err)) return false;
     throw err;
   }
 }

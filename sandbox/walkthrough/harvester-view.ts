@@ -59,7 +59,7 @@ export class HarvesterView {
     const list = await this.admin.list<Pvc>(Resources.pvc, { namespace: this.namespace });
     const states = new Map<string, PvcState>();
     for (const p of list.items)
-      states.set(p.metadata.name ?? '', p.metadata.deletionTimestamp ? 'deleting' : 'present');
+      states.set(p.metadata.name, p.metadata.deletionTimestamp ? 'deleting' : 'present');
     return states;
   }
 
@@ -104,7 +104,7 @@ export class HarvesterView {
     return vms.items.map((vm) => {
       const vmi = vmis.items.find((i) => i.metadata.name === vm.metadata.name);
       return {
-        name: vm.metadata.name ?? '',
+        name: vm.metadata.name,
         cluster: vm.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] ?? '',
         phase: vmi?.status?.phase ?? 'no instance',
         ip: vmi?.status?.interfaces?.find((i) => i.ipAddress)?.ipAddress ?? '',

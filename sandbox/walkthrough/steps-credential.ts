@@ -5,7 +5,8 @@
 import { gunzipSync } from 'node:zlib';
 import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
 import { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import type { KubeError } from '../../src/kube/errors.js';
+import { isCredentialRejected } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { ANNOTATION_DELETE_MACHINE, scaleDownPool } from '../rancher/guest-cluster.js';
@@ -49,7 +50,7 @@ async function untilRejected(kubeconfig: string, namespace: string): Promise<Kub
         () => undefined,
         (e: unknown) => e,
       );
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') return err;
+      if (isCredentialRejected(err)) return err;
       if (Date.now() > deadline) throw new Error('the expired credential was still accepted after 20 s');
       await new Promise((r) => setTimeout(r, 250));
     }

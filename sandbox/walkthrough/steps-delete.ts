@@ -117,15 +117,15 @@ export async function deleteWholeCluster(story: Story, name: string, other: stri
   const machines = await rancher.admin.list<KubeObject>(Resources.capiMachine, { namespace: FLEET_NS });
   const hms = await rancher.admin.list<KubeObject>(Resources.harvesterMachine, { namespace: FLEET_NS });
   say.check(
-    !machines.items.some((m) => names.includes(m.metadata.name ?? '')) &&
-      !hms.items.some((m) => names.includes(m.metadata.name ?? '')),
+    !machines.items.some((m) => names.includes(m.metadata.name)) &&
+      !hms.items.some((m) => names.includes(m.metadata.name)),
     `Rancher: no Machine or HarvesterMachine of ${name} is left`,
   );
   const otherMachines = story.guest(other).machines.map((m) => m.name);
   say.check(
     machines.items.filter(
       (m) =>
-        otherMachines.includes(m.metadata.name ?? '') &&
+        otherMachines.includes(m.metadata.name) &&
         m.metadata.annotations?.[HOOK] &&
         !m.metadata.deletionTimestamp,
     ).length === otherMachines.length,

@@ -81,7 +81,7 @@ export async function checkLoadBalancers(
   const stays = made.get(kept) ?? [];
   const names = async (): Promise<string[]> =>
     (await admin.list<KubeObject>(Resources.loadBalancer, { namespace: view.namespace })).items.map(
-      (l) => l.metadata.name ?? '',
+      (l) => l.metadata.name,
     );
   const deadline = Date.now() + 60_000;
   let now = await names();

@@ -2,7 +2,8 @@
 // real pieces (Cluster API's own controller-manager, rancher-machine driving our plugin
 // executable with Rancher's job argv and state Secrets, our cleanup controller as its own
 // process), each step timed and checked.
-// 1. sandbox up  2. Rancher's side  3. two clusters provisioned (harv02's with a GPU)  4. workload volumes
+// 1. sandbox up  2. Rancher's side  3. two clusters provisioned (harv01's with fixed addresses on a
+//    VLAN without DHCP, harv02's with a GPU)  4. workload volumes
 // 5. the cloud providers make load balancers (a Harvester that leaves them)
 // 6. harv01 deleted as Rancher does: all its volumes gone, harv02 untouched
 // 7. harv01's load balancer gone, its address free; harv02's stays
@@ -12,6 +13,7 @@ import { HarvesterView } from './harvester-view.js';
 import { Narrator } from './narrator.js';
 import { attachVolumes, provisionClusters, startRancherSide } from './steps-provision.js';
 import { deleteWholeCluster } from './steps-delete.js';
+import { checkAddressesFreed, checkFixedAddresses, fixedAddressPool } from './steps-addresses.js';
 import { checkGpuMachines, enableGpuPassthrough, gpuPool } from './steps-devices.js';
 import { checkLoadBalancers, makeLoadBalancers, type GuestLoadBalancers } from './steps-load-balancers.js';
 import { expireCredential, failingRemoval, renewAndRetry } from './steps-credential.js';
@@ -77,13 +79,14 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
       startRancherSide(story, RM_RETRY_DELAY_MS),
     );
     await say.step(
-      `Rancher provisions ${DELETED} (3 machines) and ${KEPT} (1 machine with a passed-through GPU) through rancher-machine and our plugin`,
+      `Rancher provisions ${DELETED} (3 machines with fixed addresses on a VLAN without DHCP) and ${KEPT} (1 machine with a passed-through GPU) through rancher-machine and our plugin`,
       async () => {
         await enableGpuPassthrough(story);
         await provisionClusters(story, [
-          { name: DELETED, quantity: 3 },
+          { name: DELETED, quantity: 3, machineConfig: fixedAddressPool(world.sandbox.seeds.namespace) },
           { name: KEPT, quantity: 1, machineConfig: gpuPool() },
         ]);
+        await checkFixedAddresses(story, DELETED);
         await checkGpuMachines(story, KEPT);
       },
     );
@@ -100,7 +103,10 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
         { cluster: KEPT, service: 'web' },
       ]);
     });
-    await say.step(`Delete ${DELETED} the way Rancher does`, () => deleteWholeCluster(story, DELETED, KEPT));
+    await say.step(`Delete ${DELETED} the way Rancher does`, async () => {
+      await deleteWholeCluster(story, DELETED, KEPT);
+      await checkAddressesFreed(story, DELETED);
+    });
     await say.step(`${DELETED}'s load balancer goes with it; ${KEPT}'s stays`, () =>
       checkLoadBalancers(story, lbs, DELETED, KEPT),
     );

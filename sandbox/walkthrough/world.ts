@@ -143,7 +143,7 @@ export class World {
       },
     });
     const removalJob: RemovalJob = async (ctx) => {
-      const machineName = ctx.harvesterMachine.metadata.name ?? '';
+      const machineName = ctx.harvesterMachine.metadata.name;
       const vm = await harvester.admin.find<KubeObject>(Resources.virtualMachine, {
         namespace: ctx.harvesterMachine.spec?.vmNamespace ?? '',
         name: rancherInstanceName(machineName),
@@ -160,7 +160,7 @@ export class World {
     // Rancher's create job: rancher-machine create with the pool's config; the guest node's
     // address is the VM's, as the node reports it.
     const createJob: CreateJob = async ({ harvesterMachine, env, clusterName }) => {
-      const machineName = harvesterMachine.metadata.name ?? '';
+      const machineName = harvesterMachine.metadata.name;
       const instanceName = rancherInstanceName(machineName);
       const result = await this.jobs.create({
         namespace: FLEET_NS,

@@ -15,11 +15,9 @@ async function dispatch(role: Role): Promise<void> {
       return;
     }
     case 'controller': {
-      // The controller reads its flags from argv[2…], as when it is its own program; its
-      // entry-point check (controller/main.ts) resolves argv[1], so that must be a real file.
-      process.argv.splice(1, 2, process.execPath);
-      const { main } = await import('../controller/main.js');
-      await main();
+      // Its flags follow `controller`: argv is [runtime, bundle, 'controller', flags…].
+      const { runControllerProcess } = await import('../controller/process-main.js');
+      await runControllerProcess(process.argv.slice(3));
       return;
     }
     case 'cli': {

@@ -3,6 +3,7 @@
 // loading rules (src/kube/kubeconfig-loading.ts), with --context over current-context.
 import os from 'node:os';
 import { FLAGS } from '../driver/flags.js';
+import { credentialTextProblems, type KubeconfigTrust } from '../kube/credential-content.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import {
   KubeconfigLoadError,
@@ -16,6 +17,21 @@ export interface KubeconfigChoice {
   content: string;
   /** For messages: "--kubeconfig /path", "$KUBECONFIG (/path)", never the content. */
   source: string;
+  /** A file of the operator's, or credential content (HARVESTER_KUBECONFIG_CONTENT). */
+  trust: KubeconfigTrust;
+}
+
+/**
+ * Kubeconfig content given as --harvester-kubeconfig-content or HARVESTER_KUBECONFIG_CONTENT
+ * is a cloud credential's, as in the driver: refused, naming `source`, when it names a file,
+ * a command or a proxy. A kubeconfig of the operator's own with those goes by --kubeconfig.
+ */
+export function checkCredentialContent(content: string, source: string): void {
+  const problems = credentialTextProblems(decodeBase64OrPlain(content.trim()));
+  if (problems.length > 0)
+    throw new UsageError(
+      `${source}: the kubeconfig ${problems.join('; ')}. A kubeconfig of your own that needs them goes by --kubeconfig <file>`,
+    );
 }
 
 function usage<T>(load: () => T): T {
@@ -58,6 +74,7 @@ export function chooseKubeconfig(
     return {
       content: readKubeconfigFile(flagFile, '--kubeconfig', context),
       source: `--kubeconfig ${flagFile}`,
+      trust: 'operator',
     };
   }
   const inline = env[FLAGS.kubeconfigContent.envVar];
@@ -66,11 +83,13 @@ export function chooseKubeconfig(
     registerSecret(inline);
     registerSecret(content);
     const source = FLAGS.kubeconfigContent.envVar;
-    return { content: overrideContext(content, context, source), source };
+    checkCredentialContent(content, source);
+    return { content: overrideContext(content, context, source), source, trust: 'credential' };
   }
   try {
     const loaded = loadKubeconfig({ env, home, ...(context ? { context } : {}) });
-    if (loaded.content !== undefined) return { content: loaded.content, source: loaded.source };
+    if (loaded.content !== undefined)
+      return { content: loaded.content, source: loaded.source, trust: 'operator' };
   } catch (err) {
     if (!(err instanceof KubeconfigLoadError) || !/^no kubeconfig/.test(err.message)) {
       throw err instanceof KubeconfigLoadError ? new UsageError(err.message) : err;

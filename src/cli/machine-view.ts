@@ -1,5 +1,7 @@
 // What ls and inspect show about a stored machine, from its saved config alone (pure):
 // where its VM is, its address, and its credential described without any secret.
+import { parseFixedAddress, type FixedAddress } from '../harvester/address-claims.js';
+import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { describeKubeconfig, loadKubeconfig } from '../kube/kubeconfig-content.js';
 import { describeCredential } from '../kube/credential.js';
 import type { HostConfig } from './store/host-config.js';
@@ -19,16 +21,42 @@ export interface MachineSummary {
   clusterName: string;
   ip: string;
   ipv6: string;
+  /**
+   * Where the IP came from: 'pool' (the driver's claim on --harvester-ip-pool-info's pool),
+   * 'harvester-ippool' (Harvester's IP pool), 'guest-agent', or '' (none yet).
+   */
+  addressSource: FixedAddress['source'] | 'guest-agent' | '';
+  /** The fixed address and who holds it; null without --harvester-ip-pool-info. */
+  fixedAddress: FixedAddress | null;
   credential: CredentialSummary | { error: string };
+}
+
+/** The fixed address as saved under HarvesterMachine (null when none or unreadable). */
+function savedFixedAddress(driver: Record<string, unknown>): FixedAddress | null {
+  const options = driver['HarvesterMachine'];
+  const raw =
+    options && typeof options === 'object' ? (options as Record<string, unknown>)['FixedAddress'] : undefined;
+  return raw && typeof raw === 'object' ? (parseFixedAddress(JSON.stringify(raw)) ?? null) : null;
+}
+
+/** "192.168.100.10/24 on nic-0 of default/vlan100, held by ConfigMap hm-ip-…" for people. */
+export function describeFixedAddress(f: FixedAddress): string {
+  const holder =
+    f.source === 'pool' ? `claimed as ConfigMap ${f.holder}` : `bound by Harvester's IP pool ${f.holder}`;
+  return `${f.address}/${f.prefix} on ${f.interface} of ${f.network} (MAC ${f.mac}), ${holder}`;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-export function describeSavedCredential(kubeconfig: string): CredentialSummary | { error: string } {
+/** `trust`: a stored machine's kubeconfig is the operator's; doctor says whose it checks. */
+export function describeSavedCredential(
+  kubeconfig: string,
+  trust: KubeconfigTrust = 'operator',
+): CredentialSummary | { error: string } {
   if (!kubeconfig) return { error: 'no kubeconfig saved (the driver falls back to $KUBECONFIG)' };
   try {
-    const { server } = describeKubeconfig(kubeconfig);
-    const credential = describeCredential(loadKubeconfig(kubeconfig));
+    const { server } = describeKubeconfig(kubeconfig, trust);
+    const credential = describeCredential(loadKubeconfig(kubeconfig, trust));
     return {
       server,
       identity: credential.identity ?? 'no credential',
@@ -43,13 +71,18 @@ export function summarize(host: HostConfig): MachineSummary {
   const d = host.Driver;
   const namespace = str(d['VMNamespace']);
   const name = str(d['MachineName']) || host.Name;
+  const fixedAddress = savedFixedAddress(d);
+  const ip = str(d['IPAddress']);
   return {
     name: host.Name,
     namespace,
     vm: `${namespace}/${name}`,
     clusterName: str(d['ClusterName']),
-    ip: str(d['IPAddress']),
+    ip,
     ipv6: str(d['IPv6Address']),
+    addressSource:
+      fixedAddress && fixedAddress.address === ip ? fixedAddress.source : ip ? 'guest-agent' : '',
+    fixedAddress,
     credential: describeSavedCredential(str(d['KubeConfigContent'])),
   };
 }

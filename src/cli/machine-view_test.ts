@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { GO_CONFIG_JSON } from '../harvester/testing/fixtures.js';
 import { FAKE_TOKEN_SECRET, rancherKubeconfig } from '../kube/testing/kubeconfig.js';
 import { hostConfigFor } from './store/host-config.js';
-import { describeSavedCredential, redactedHost, summarize } from './machine-view.js';
+import { describeFixedAddress, describeSavedCredential, redactedHost, summarize } from './machine-view.js';
 
 describe('machine view', () => {
   it('summarizes a saved machine and describes its credential without its secret', () => {
@@ -26,6 +26,38 @@ describe('machine view', () => {
     assert.ok(!shown.includes(FAKE_TOKEN_SECRET));
     assert.ok(!shown.includes('hunter2'));
     assert.equal(redactedHost(host).Driver['KubeConfigContent'], '[REDACTED]');
+  });
+
+  it('says where the IP came from: the fixed address and its holder, or the guest agent', () => {
+    const fixed = {
+      address: '192.168.100.10',
+      prefix: 24,
+      interface: 'nic-0',
+      mac: '02:00:00:00:00:01',
+      network: 'default/vlan100',
+      source: 'pool',
+      holder: 'hm-ip-0123456789-192-168-100-10',
+    };
+    const driver = {
+      ...(JSON.parse(GO_CONFIG_JSON) as Record<string, unknown>),
+      IPAddress: '192.168.100.10',
+    };
+    const withPool = summarize(
+      hostConfigFor('m', JSON.stringify({ ...driver, HarvesterMachine: { FixedAddress: fixed } })),
+    );
+    assert.equal(withPool.addressSource, 'pool');
+    assert.deepEqual(withPool.fixedAddress, fixed);
+    assert.equal(
+      describeFixedAddress(withPool.fixedAddress ?? { ...fixed, source: 'pool' }),
+      '192.168.100.10/24 on nic-0 of default/vlan100 (MAC 02:00:00:00:00:01), claimed as ConfigMap hm-ip-0123456789-192-168-100-10',
+    );
+    const plain = summarize(hostConfigFor('m', JSON.stringify(driver)));
+    assert.equal(plain.addressSource, 'guest-agent');
+    assert.equal(plain.fixedAddress, null);
+    assert.equal(
+      summarize(hostConfigFor('m', JSON.stringify({ ...driver, IPAddress: '' }))).addressSource,
+      '',
+    );
   });
 
   it('reports an unusable saved kubeconfig instead of failing', () => {

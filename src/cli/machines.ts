@@ -7,7 +7,7 @@ import { HarvesterDriver } from '../driver/harvester-driver.js';
 import type { KubeClientOptions } from '../kube/client.js';
 import type { CliContext } from './context.js';
 import { UsageError } from './errors.js';
-import { readKubeconfigFile } from './kubeconfig-source.js';
+import { checkCredentialContent, readKubeconfigFile } from './kubeconfig-source.js';
 import type { ProgressDisplay } from './progress.js';
 import { driverConfigRaw } from './store/host-config.js';
 import type { StoredMachine } from './store/machine-store.js';
@@ -35,7 +35,14 @@ export function driverEnvironment(
     throw new UsageError('give either --kubeconfig or --harvester-kubeconfig-content, not both');
   }
   if (fresh.context && !fresh.kubeconfig) throw new UsageError('--context goes with --kubeconfig');
-  if (!fresh.kubeconfig) return ctx.env;
+  if (!fresh.kubeconfig) {
+    // Fresh content is a cloud credential's, as in the driver; the stored machine's is ours.
+    if (fresh.harvesterKubeconfigContent)
+      checkCredentialContent(fresh.harvesterKubeconfigContent, '--harvester-kubeconfig-content');
+    const inEnv = ctx.env[FLAGS.kubeconfigContent.envVar];
+    if (inEnv) checkCredentialContent(inEnv, FLAGS.kubeconfigContent.envVar);
+    return ctx.env;
+  }
   return {
     ...ctx.env,
     [FLAGS.kubeconfigContent.envVar]: readKubeconfigFile(fresh.kubeconfig, '--kubeconfig', fresh.context),
@@ -60,6 +67,7 @@ export async function openMachine(
     logger: ctx.logger(progress),
     ...(progress ? { progress: (event) => progress.update(event) } : {}),
     ...(options.clientOptions ? { clientOptions: options.clientOptions } : {}),
+    kubeconfigTrust: 'operator',
   });
   driver.setConfigRaw(driverConfigRaw(machine.host));
   return { machine, driver };

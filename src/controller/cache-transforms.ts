@@ -9,14 +9,15 @@ import {
   CREDENTIAL_KEY_KUBECONFIG,
   isHarvesterCredential,
 } from '../rancher/cloud-credential.js';
+import { CLOUD_PROVIDER_CHART, cloudProviderClusterName } from '../rancher/chart-values.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
 
 function meta(
   m: ObjectMeta,
   keep: { labels?: boolean; annotations?: boolean | string[]; owners?: boolean } = {},
 ): ObjectMeta {
-  const out: ObjectMeta = {};
-  for (const k of ['name', 'namespace', 'uid', 'resourceVersion', 'deletionTimestamp'] as const)
+  const out: ObjectMeta = { name: m.name };
+  for (const k of ['namespace', 'uid', 'resourceVersion', 'deletionTimestamp'] as const)
     if (m[k] !== undefined) out[k] = m[k];
   if (keep.labels && m.labels) out.labels = m.labels;
   if (keep.owners && m.ownerReferences) out.ownerReferences = m.ownerReferences;
@@ -65,6 +66,12 @@ export function slimHarvesterMachine(o: KubeObject): KubeObject {
 export function slimCluster(o: KubeObject): KubeObject {
   const c = o as ProvisioningCluster;
   const pools = c.spec?.rkeConfig?.machinePools;
+  // Of the chart values, only the name the cloud provider labels load balancers with.
+  const lbName = cloudProviderClusterName(c);
+  const chartValues =
+    lbName !== undefined
+      ? { chartValues: { [CLOUD_PROVIDER_CHART]: { global: { cattle: { clusterName: lbName } } } } }
+      : {};
   return {
     ...head(c),
     metadata: meta(c.metadata, { annotations: true }),
@@ -72,14 +79,19 @@ export function slimCluster(o: KubeObject): KubeObject {
       ? {
           spec: {
             cloudCredentialSecretName: c.spec.cloudCredentialSecretName ?? null,
-            ...(pools
+            ...(pools || lbName !== undefined
               ? {
                   rkeConfig: {
-                    machinePools: pools.map((p) => ({
-                      name: p.name,
-                      cloudCredentialSecretName: p.cloudCredentialSecretName ?? null,
-                      machineConfigRef: p.machineConfigRef,
-                    })),
+                    ...(pools
+                      ? {
+                          machinePools: pools.map((p) => ({
+                            name: p.name,
+                            cloudCredentialSecretName: p.cloudCredentialSecretName ?? null,
+                            machineConfigRef: p.machineConfigRef,
+                          })),
+                        }
+                      : {}),
+                    ...chartValues,
                   },
                 }
               : {}),

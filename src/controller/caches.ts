@@ -1,9 +1,9 @@
-// The controller's view of Rancher's local cluster: one Informer per kind and watched
-// namespace (or one for all namespaces), read through one interface.
-import { Informer, objectKey, type InformerEvent, type KubeClient } from '../kube/index.js';
-import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
+// The controller's view of Rancher's local cluster: one shared cache per kind (one informer
+// per watched namespace, or one for all namespaces), each object slimmed to the fields used.
+import type { Cache, Manager } from '../kube/index.js';
+import { Resources } from '../kube/resources.js';
 import { slimCluster, slimHarvesterMachine, slimMachine, slimSecret } from './cache-transforms.js';
+import type { ControllerConfig } from './config.js';
 import type {
   CapiCluster,
   CapiMachine,
@@ -12,62 +12,7 @@ import type {
   SecretObject,
 } from './types.js';
 
-export class Cache<T extends KubeObject> {
-  private readonly informers: Array<{ namespace: string | undefined; informer: Informer<T> }>;
-
-  constructor(
-    client: KubeClient,
-    type: ResourceType,
-    namespaces: string[],
-    logger: Logger,
-    transform: (o: KubeObject) => KubeObject,
-    selectors: { labelSelector?: string | undefined; fieldSelector?: string | undefined } = {},
-  ) {
-    const scopes = namespaces.length === 0 ? [undefined] : namespaces;
-    this.informers = scopes.map((namespace) => ({
-      namespace,
-      informer: new Informer<T>(client, type, {
-        ...(namespace !== undefined ? { namespace } : {}),
-        ...(selectors.labelSelector ? { labelSelector: selectors.labelSelector } : {}),
-        ...(selectors.fieldSelector ? { fieldSelector: selectors.fieldSelector } : {}),
-        logger,
-        transform,
-      }),
-    }));
-  }
-
-  on(handler: (e: InformerEvent<T>) => void): this {
-    for (const { informer } of this.informers) informer.on(handler);
-    return this;
-  }
-
-  async start(): Promise<void> {
-    await Promise.all(this.informers.map(({ informer }) => informer.start()));
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all(this.informers.map(({ informer }) => informer.stop()));
-  }
-
-  get(namespace: string, name: string): T | undefined {
-    const key = `${namespace}/${name}`;
-    for (const { namespace: ns, informer } of this.informers) {
-      if (ns === undefined || ns === namespace) {
-        const found = informer.get(key);
-        if (found) return found;
-      }
-    }
-    return undefined;
-  }
-
-  list(filter?: (o: T) => boolean): T[] {
-    return this.informers.flatMap(({ informer }) => informer.list(filter));
-  }
-
-  get size(): number {
-    return this.informers.reduce((n, { informer }) => n + informer.size, 0);
-  }
-}
+export type { Cache } from '../kube/index.js';
 
 export interface RancherCaches {
   machines: Cache<CapiMachine>;
@@ -77,40 +22,34 @@ export interface RancherCaches {
   credentials: Cache<SecretObject>;
 }
 
-export function createCaches(
-  client: KubeClient,
-  namespaces: string[],
-  credentialNamespace: string,
-  logger: Logger,
-  credentialSelectors: { labelSelector?: string | undefined; fieldSelector?: string | undefined } = {},
+export function rancherCaches(
+  manager: Manager,
+  config: Pick<
+    ControllerConfig,
+    'namespaces' | 'credentialNamespace' | 'credentialLabelSelector' | 'credentialFieldSelector'
+  >,
 ): RancherCaches {
+  const { namespaces } = config;
   return {
-    machines: new Cache<CapiMachine>(client, Resources.capiMachine, namespaces, logger, slimMachine),
-    capiClusters: new Cache<CapiCluster>(client, Resources.capiCluster, namespaces, logger, slimCluster),
-    provisioningClusters: new Cache<ProvisioningCluster>(
-      client,
-      Resources.provisioningCluster,
+    machines: manager.cache({ type: Resources.capiMachine, namespaces, transform: slimMachine }),
+    capiClusters: manager.cache({ type: Resources.capiCluster, namespaces, transform: slimCluster }),
+    provisioningClusters: manager.cache({
+      type: Resources.provisioningCluster,
       namespaces,
-      logger,
-      slimCluster,
-    ),
-    harvesterMachines: new Cache<HarvesterMachine>(
-      client,
-      Resources.harvesterMachine,
+      transform: slimCluster,
+    }),
+    harvesterMachines: manager.cache({
+      type: Resources.harvesterMachine,
       namespaces,
-      logger,
-      slimHarvesterMachine,
-    ),
+      transform: slimHarvesterMachine,
+    }),
     // The only Secrets the controller may read; a selector keeps the others off the wire.
-    credentials: new Cache<SecretObject>(
-      client,
-      Resources.secret,
-      [credentialNamespace],
-      logger,
-      slimSecret,
-      credentialSelectors,
-    ),
+    credentials: manager.cache({
+      type: Resources.secret,
+      namespaces: [config.credentialNamespace],
+      ...(config.credentialLabelSelector ? { labelSelector: config.credentialLabelSelector } : {}),
+      ...(config.credentialFieldSelector ? { fieldSelector: config.credentialFieldSelector } : {}),
+      transform: slimSecret,
+    }),
   };
 }
-
-export const keyOf = objectKey;

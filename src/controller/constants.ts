@@ -6,6 +6,16 @@ export const DEFAULT_HOOK_NAME = 'harvester-machine-cleanup';
 /** The hook's value names its owner, as the Cluster API proposal asks. */
 export const HOOK_OWNER = 'harvester-machine-controller';
 
+/**
+ * The label the chart's default --credential-label-selector selects Harvester cloud
+ * credentials by (docs/decisions/0012-trust-boundaries.md): no label of Rancher's tells them
+ * from other drivers' credentials.
+ */
+export const CREDENTIAL_LABEL = 'harvester-machine.io/credential';
+
+/** What a "no credential found" failure adds: with a selector, an unlabelled one is not seen. */
+export const UNSEEN_CREDENTIAL_HINT = `a credential the controller does not watch is not found either: with --credential-label-selector (the chart's default ${CREDENTIAL_LABEL}=true) label it, kubectl -n cattle-global-data label secret <name> ${CREDENTIAL_LABEL}=true`;
+
 export const hookAnnotation = (hookName: string): string => `${PRE_TERMINATE_HOOK_PREFIX}${hookName}`;
 
 /** The condition this controller writes on the CAPI Machine (True: nothing holds the gate). */

@@ -1,12 +1,12 @@
-// Wiring: informers on Rancher's local cluster, one work queue per kind (machines,
-// credentials, clusters), the reconcilers, Events, metrics and the status ConfigMap.
-// Nothing is decided before every cache has synced: a Machine seen before its Cluster
-// would otherwise look orphaned and have its gate released.
+// The cleanup controller on Rancher's local cluster: four controllers on one manager
+// (src/kube/manager.ts), their reconcilers, Events, metrics and the status ConfigMap. The
+// manager starts every cache, waits until all have synced, then starts the queues: a Machine
+// seen before its Cluster would otherwise look orphaned and have its gate released.
 import v8 from 'node:v8';
-import { WorkQueue, type InformerEvent, type KubeClient } from '../kube/index.js';
-import type { KubeObject } from '../kube/resources.js';
+import { keyOf, objectKey, parseKey, type ObjectKey } from '../api/object-key.js';
+import { Manager, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/logger.js';
-import { createCaches, keyOf, type RancherCaches } from './caches.js';
+import { rancherCaches, type RancherCaches } from './caches.js';
 import type { ControllerConfig } from './config.js';
 import { CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_CAPI_MACHINE } from '../rancher/labels.js';
 import { CredentialMonitor } from './credential-monitor.js';
@@ -45,43 +45,29 @@ export interface CleanupControllerOptions {
 }
 
 export class CleanupController {
+  readonly manager: Manager;
   readonly caches: RancherCaches;
   readonly metrics: ControllerMetrics;
   readonly reconciler: MachineReconciler;
   readonly monitor: CredentialMonitor;
   readonly loadBalancers: LoadBalancerCleanup;
-  private readonly machineQueue: WorkQueue;
-  private readonly credentialQueue: WorkQueue;
-  private readonly clusterQueue: WorkQueue;
-  private readonly lbQueue: WorkQueue;
+  private readonly queues: ReturnType<CleanupController['declare']>;
   private readonly harvester = new HarvesterClients();
   private readonly status: StatusWriter;
   private readonly events: EventRecorder;
-  private synced = false;
-  private stopped = false;
 
   constructor(private readonly options: CleanupControllerOptions) {
     const { client, config, logger } = options;
-    this.metrics = options.metrics ?? controllerMetrics();
-    this.caches = createCaches(client, config.namespaces, config.credentialNamespace, logger, {
-      labelSelector: config.credentialLabelSelector,
-      fieldSelector: config.credentialFieldSelector,
+    const metrics = (this.metrics = options.metrics ?? controllerMetrics());
+    this.manager = new Manager({
+      client,
+      logger,
+      queueDefaults: { baseDelayMs: 500, maxDelayMs: 30_000, concurrency: 2 },
+      metricsFor: (name) => workQueueMetrics(metrics, name),
+      onReconcileError: (queue) => metrics.reconcileErrors.inc({ queue }),
     });
-    const events = new EventRecorder(client, logger, config.identity);
-    this.events = events;
-    const queue = (
-      name: string,
-      reconcile: (key: string) => Promise<void | { requeueAfterMs: number }>,
-      concurrency: number,
-    ): WorkQueue =>
-      new WorkQueue(reconcile, {
-        concurrency,
-        baseDelayMs: 500,
-        maxDelayMs: 30_000,
-        logger: logger.child({ queue: name }),
-        onError: () => this.metrics.reconcileErrors.inc({ queue: name }),
-        metrics: workQueueMetrics(this.metrics, name),
-      });
+    this.caches = rancherCaches(this.manager, config);
+    const events = (this.events = new EventRecorder(client, logger, config.identity));
     this.status = new StatusWriter(
       client,
       config.statusConfigMap,
@@ -90,100 +76,102 @@ export class CleanupController {
       options.statusIntervalMs,
     );
     const onChange = (): void => this.status.markDirty();
+    const onCredentialRejected = (secret: string): void => {
+      this.monitor.markRejected(secret);
+      this.queues.credentials.enqueue(parseKey(secret));
+    };
+    const shared = { caches: this.caches, harvester: this.harvester, events, logger };
     this.monitor = new CredentialMonitor({
-      caches: this.caches,
-      harvester: this.harvester,
-      events,
-      metrics: this.metrics,
-      logger,
+      ...shared,
+      metrics,
       probeIntervalMs: config.probeIntervalMs,
       expiringSoonMs: config.expiringSoonMs,
-      enqueueClusters: (keys) => keys.forEach((k) => this.clusterQueue.add(k)),
+      enqueueClusters: (keys) => keys.forEach((k) => this.queues.clusters.enqueue(parseKey(k))),
+      enqueueCredential: (key) => this.queues.credentials.enqueue(parseKey(key)),
       onChange,
     });
     this.reconciler = new MachineReconciler({
+      ...shared,
       client,
-      caches: this.caches,
-      harvester: this.harvester,
-      events,
-      metrics: this.metrics,
-      logger,
+      metrics,
       hookName: config.hookName,
       gateDeadlineMs: config.gateDeadlineMs,
-      onCredentialRejected: (key) => {
-        this.monitor.markRejected(key);
-        this.credentialQueue.add(key);
-      },
+      onCredentialRejected,
       onChange,
     });
     this.loadBalancers = new LoadBalancerCleanup({
-      caches: this.caches,
-      harvester: this.harvester,
-      events,
-      metrics: loadBalancerMetrics(this.metrics.registry),
+      ...shared,
+      metrics: loadBalancerMetrics(metrics.registry),
       logger: logger.child({ component: 'load-balancer-cleanup' }),
       // The VMs go only after every gate of the cluster was released (at the latest at the gate deadline).
       deadlineMs: 2 * config.gateDeadlineMs,
-      onCredentialRejected: (key) => {
-        this.monitor.markRejected(key);
-        this.credentialQueue.add(key);
-      },
+      onCredentialRejected,
     });
-    this.lbQueue = queue('load-balancers', (k) => this.loadBalancers.reconcile(k), 2);
-    this.machineQueue = queue('machines', (k) => this.reconciler.reconcile(k), options.concurrency ?? 8);
-    this.credentialQueue = queue('credentials', (k) => this.monitor.reconcileCredential(k), 2);
-    this.clusterQueue = queue('clusters', (k) => Promise.resolve(this.monitor.reconcileCluster(k)), 2);
-    this.wire();
+    this.queues = this.declare();
   }
 
-  private wire(): void {
-    const { caches } = this;
-    const when =
-      <T extends KubeObject>(fn: (e: InformerEvent<T>) => void) =>
-      (e: InformerEvent<T>) => {
-        if (this.synced) fn(e);
-      };
-    caches.machines.on(when((e) => this.machineQueue.add(keyOf(e.object))));
-    const clusterChanged = when<KubeObject>((e) => {
-      this.enqueueMachinesOf(e.object.metadata.namespace ?? '', e.object.metadata.name ?? '');
-      this.clusterQueue.add(keyOf(e.object));
-      this.lbQueue.add(keyOf(e.object));
-    });
-    caches.capiClusters.on(clusterChanged);
-    caches.provisioningClusters.on(clusterChanged);
-    caches.harvesterMachines.on(when((e) => this.onHarvesterMachine(e.object)));
-    caches.credentials.on(
-      when((e) => {
-        const key = keyOf(e.object);
-        this.credentialQueue.add(key);
-        // A renewed credential: retry every held gate now rather than at its next backoff.
-        for (const held of this.reconciler.held.keys()) this.machineQueue.add(held);
-      }),
-    );
+  /** The wiring: which change of which cache wakes which controller. */
+  private declare() {
+    const { caches, manager } = this;
+    const queue = (name: string) => ({ logger: this.options.logger.child({ queue: name }) });
+    const clusterOf = (e: { object: HarvesterMachine }) => this.clusterOf(e.object);
+    const machines = manager
+      .controller('machines', {
+        ...queue('machines'),
+        concurrency: this.options.concurrency ?? 8,
+        reconcile: (key) => this.reconciler.reconcile(key),
+      })
+      .watch(caches.machines)
+      .watch(caches.capiClusters, (e) => this.machinesOf(keyOf(e.object)))
+      .watch(caches.provisioningClusters, (e) => this.machinesOf(keyOf(e.object)))
+      .watch(caches.harvesterMachines, (e) => this.machinesOfHarvesterMachine(e.object))
+      // A renewed credential: retry every held gate now rather than at its next backoff.
+      .watch(caches.credentials, () => [...this.reconciler.held.keys()].map(parseKey));
+    const credentials = manager
+      .controller('credentials', {
+        ...queue('credentials'),
+        reconcile: (key) => this.monitor.reconcileCredential(key),
+      })
+      .watch(caches.credentials);
+    const clusters = manager
+      .controller('clusters', {
+        ...queue('clusters'),
+        reconcile: (key) => Promise.resolve(this.monitor.reconcileCluster(key)),
+      })
+      .watch(caches.capiClusters)
+      .watch(caches.provisioningClusters)
+      .watch(caches.harvesterMachines, clusterOf);
+    const loadBalancers = manager
+      .controller('load-balancers', {
+        ...queue('load-balancers'),
+        reconcile: (key) => this.loadBalancers.reconcile(key),
+      })
+      .watch(caches.capiClusters)
+      .watch(caches.provisioningClusters)
+      .watch(caches.harvesterMachines, clusterOf);
+    return { machines, credentials, clusters, loadBalancers };
   }
 
-  private onHarvesterMachine(hm: HarvesterMachine): void {
+  /** A HarvesterMachine's CAPI Machine: by label, by owner, else whichever Machine points at it. */
+  private machinesOfHarvesterMachine(hm: HarvesterMachine): ObjectKey[] {
     const ns = hm.metadata.namespace ?? '';
     const owner = hm.metadata.ownerReferences?.find((o) => o.kind === 'Machine')?.name;
     const machine = hm.metadata.labels?.[LABEL_RKE_CAPI_MACHINE] ?? owner;
-    if (machine) this.machineQueue.add(`${ns}/${machine}`);
-    else
-      for (const m of this.caches.machines.list(
-        (m) => m.metadata.namespace === ns && m.spec.infrastructureRef?.name === hm.metadata.name,
-      ))
-        this.machineQueue.add(keyOf(m));
-    const cluster = hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME];
-    if (cluster) {
-      this.clusterQueue.add(`${ns}/${cluster}`);
-      this.lbQueue.add(`${ns}/${cluster}`);
-    }
+    if (machine) return [objectKey(ns, machine)];
+    return this.caches.machines
+      .list((m) => m.metadata.namespace === ns && m.spec.infrastructureRef?.name === hm.metadata.name)
+      .map(keyOf);
   }
 
-  private enqueueMachinesOf(namespace: string, cluster: string): void {
-    for (const m of this.caches.machines.list(
-      (m) => m.metadata.namespace === namespace && m.spec.clusterName === cluster,
-    ))
-      this.machineQueue.add(keyOf(m));
+  private clusterOf(hm: HarvesterMachine): ObjectKey | undefined {
+    const cluster = hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME];
+    return cluster ? objectKey(hm.metadata.namespace, cluster) : undefined;
+  }
+
+  private machinesOf(cluster: ObjectKey): ObjectKey[] {
+    return this.caches.machines
+      .list((m) => m.metadata.namespace === cluster.namespace && m.spec.clusterName === cluster.name)
+      .map(keyOf);
   }
 
   private summary() {
@@ -203,29 +191,15 @@ export class CleanupController {
   }
 
   get ready(): boolean {
-    return this.synced && !this.stopped;
+    return this.manager.synced;
   }
 
-  /** Starts the informers, waits for them all, then reconciles everything once. */
+  /** Starts the caches, waits for them all, then reconciles everything once. */
   async start(): Promise<void> {
-    const { caches } = this;
-    await Promise.all(
-      [
-        caches.machines,
-        caches.capiClusters,
-        caches.provisioningClusters,
-        caches.harvesterMachines,
-        caches.credentials,
-      ].map((c) => c.start()),
-    );
-    if (this.stopped) return;
-    this.synced = true;
-    for (const s of caches.credentials.list()) this.credentialQueue.add(keyOf(s));
-    for (const c of caches.provisioningClusters.list()) this.clusterQueue.add(keyOf(c));
-    for (const c of [...caches.provisioningClusters.list(), ...caches.capiClusters.list()])
-      if (c.metadata.deletionTimestamp) this.lbQueue.add(keyOf(c));
-    for (const m of caches.machines.list()) this.machineQueue.add(keyOf(m));
+    await this.manager.start();
+    if (!this.manager.synced) return;
     this.status.markDirty();
+    const { caches } = this;
     this.options.logger.info('caches synced', {
       machines: caches.machines.size,
       harvesterMachines: caches.harvesterMachines.size,
@@ -235,44 +209,27 @@ export class CleanupController {
   }
 
   /**
-   * Stops acting at once (leadership lost): no queued or retried work starts any more and
-   * the status summary is not written again. What is in flight is left to the process
-   * exit that follows; stop() still releases everything.
+   * Stops acting at once (leadership lost): no queued or retried work of any controller starts
+   * any more and the status summary is not written again. What is in flight is left to the
+   * process exit that follows; stop() still releases everything.
    */
   halt(): void {
-    this.stopped = true;
-    for (const q of [this.machineQueue, this.credentialQueue, this.clusterQueue]) void q.stop();
+    this.manager.halt();
     void this.status.stop({ flush: false });
   }
 
   /** Resolves when no work is queued or running (tests, benchmarks). */
   async idle(): Promise<void> {
-    await Promise.all([
-      this.machineQueue.idle(),
-      this.credentialQueue.idle(),
-      this.clusterQueue.idle(),
-      this.lbQueue.idle(),
-    ]);
+    // A credential probe runs beside its queue and brings its key back when it answers.
+    do {
+      await this.monitor.probesSettled();
+      await this.manager.idle();
+    } while (this.monitor.probing);
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    const { caches } = this;
-    await Promise.all([
-      this.machineQueue.stop(),
-      this.credentialQueue.stop(),
-      this.clusterQueue.stop(),
-      this.lbQueue.stop(),
-    ]);
-    await Promise.all(
-      [
-        caches.machines,
-        caches.capiClusters,
-        caches.provisioningClusters,
-        caches.harvesterMachines,
-        caches.credentials,
-      ].map((c) => c.stop()),
-    );
+    this.monitor.stop();
+    await this.manager.stop();
     await this.events.drain();
     await this.status.stop();
     this.harvester.closeAll();

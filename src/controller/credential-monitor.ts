@@ -1,6 +1,7 @@
 // Credential health: each Harvester cloud credential's state (probe + recorded expiry),
 // Events on the credential and on everything that references it when it turns bad, and
 // per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
+import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import type { ReconcileResult } from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
@@ -48,18 +49,52 @@ export interface MonitorDeps {
   expiringSoonMs: number;
   /** Enqueue these clusters' reports (their credentials changed state). */
   enqueueClusters: (keys: string[]) => void;
+  /** Reconcile this credential again (its probe has an answer). */
+  enqueueCredential: (key: string) => void;
+  /** The most one probe may take, credential and retries included (default 30 s). */
+  probeDeadlineMs?: number;
   onChange: () => void;
   now?: () => number;
 }
 
 const REPORTED: ReadonlySet<CredentialState> = new Set(['expired', 'rejected', 'invalid', 'expiring-soon']);
+const DEFAULT_PROBE_DEADLINE_MS = 30_000;
+
+interface ProbeAnswer {
+  version: string;
+  probe: ProbeResult;
+  problem?: string;
+  at: number;
+}
 
 export class CredentialMonitor {
   readonly records = new Map<string, CredentialRecord>();
   readonly mismatches = new Map<string, MismatchReport[]>();
   private readonly forceProbe = new Set<string>();
+  /**
+   * Probes run beside the queue, never in it: a credential whose Harvester never answers
+   * (or answers slowly, on purpose) must not hold a worker that other credentials wait for.
+   * The queue starts a probe and moves on; its answer brings the key back.
+   */
+  private readonly inFlight = new Map<string, { version: string; done: Promise<void> }>();
+  private readonly answers = new Map<string, ProbeAnswer>();
+  private stopped = false;
 
   constructor(private readonly deps: MonitorDeps) {}
+
+  /** Resolves when no probe is running (tests, benchmarks: with the queues' idle()). */
+  async probesSettled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight.values()].map((p) => p.done));
+  }
+
+  get probing(): boolean {
+    return this.inFlight.size > 0;
+  }
+
+  /** No probe answer is taken any more (the controller stops). */
+  stop(): void {
+    this.stopped = true;
+  }
 
   private now(): number {
     return (this.deps.now ?? Date.now)();
@@ -80,11 +115,17 @@ export class CredentialMonitor {
       : undefined;
   }
 
-  async reconcileCredential(key: string): Promise<ReconcileResult> {
-    const [namespace = '', name = ''] = key.split('/');
-    const secret = this.deps.caches.credentials.get(namespace, name);
+  /** Never waits on Harvester: a due probe is started, and its answer enqueues the key again. */
+  reconcileCredential(secretKey: ObjectKey): Promise<ReconcileResult> {
+    return Promise.resolve(this.reconcileCredentialNow(secretKey));
+  }
+
+  private reconcileCredentialNow(secretKey: ObjectKey): ReconcileResult {
+    const key = formatKey(secretKey);
+    const secret = this.deps.caches.credentials.get(secretKey);
     const previous = this.records.get(key);
     if (!secret || !isHarvesterCredential(secret)) {
+      this.answers.delete(key);
       if (previous) {
         this.records.delete(key);
         this.deps.harvester.forget(key);
@@ -94,17 +135,28 @@ export class CredentialMonitor {
     }
     const now = this.now();
     const version = secret.metadata.resourceVersion ?? '';
+    const answer = this.answers.get(key);
+    const current = answer?.version === version ? answer : undefined;
     const due =
-      previous?.probedAt === undefined ||
-      previous.version !== version ||
-      now - previous.probedAt >= this.deps.probeIntervalMs ||
-      this.forceProbe.has(key);
-    this.forceProbe.delete(key);
-    // Between probes the expiry alone can move the state (valid → expiring soon → expired).
-    const { probe, problem } = due
-      ? await this.probe(secret)
-      : { probe: previous.probe, problem: previous.problem };
-    const probedAt = due ? now : previous.probedAt;
+      current === undefined || now - current.at >= this.deps.probeIntervalMs || this.forceProbe.has(key);
+    if (due && this.inFlight.get(key)?.version !== version) {
+      this.forceProbe.delete(key);
+      const settled = this.startProbe(key, secret, version);
+      // A kubeconfig that cannot be used is known without a request: no need to wait.
+      if (settled) this.answers.set(key, settled);
+    }
+    const known = this.answers.get(key);
+    // Until a probe of this version answers, the last answer stands (a renewal does not
+    // flash "unknown"); between probes the expiry alone can move the state.
+    const {
+      probe,
+      problem,
+      at: probedAt,
+    } = known?.version === version
+      ? known
+      : previous
+        ? { probe: previous.probe, problem: previous.problem, at: previous.probedAt }
+        : { probe: 'not-probed' as const, problem: undefined, at: undefined };
     const expiresAt = expiryFromAnnotation(secret);
     const health = classifyCredential({
       expiresAt,
@@ -120,36 +172,74 @@ export class CredentialMonitor {
       health,
       probe,
       ...(problem !== undefined ? { problem } : {}),
-      probedAt,
+      ...(probedAt !== undefined ? { probedAt } : {}),
       version,
     });
     if (previous?.health.state !== health.state) {
-      this.reportTransition(key, secret.metadata.name ?? '', health);
+      this.reportTransition(secretKey, health);
       this.deps.enqueueClusters(this.referencingClusters(key));
     }
     this.publish();
     return { requeueAfterMs: this.nextCheck(now, expiresAt) };
   }
 
-  /** Never throws: a kubeconfig that cannot be used is a state of the credential, not an error of the queue. */
-  private async probe(
+  /**
+   * Starts the probe of this version of the credential, unless its kubeconfig cannot be
+   * used: that is known at once (nothing is sent) and returned. Never throws: what the probe
+   * finds is a state of the credential, not an error of the queue.
+   */
+  private startProbe(
+    key: string,
     secret: Parameters<HarvesterClients['forSecret']>[0],
-  ): Promise<{ probe: ProbeResult; problem?: string }> {
-    const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
+    version: string,
+  ): ProbeAnswer | undefined {
+    let client;
     try {
-      const client = this.deps.harvester.forSecret(secret);
-      if (!client) return { probe: 'unreachable' };
-      const { result, error } = await probeCredential(client);
-      if (error) this.deps.logger.debug('credential probe', { secret: name, result, error: error.message });
-      return { probe: result === 'not-probed' ? 'unreachable' : result };
+      client = this.deps.harvester.forSecret(secret);
     } catch (err) {
-      if (err instanceof KubeconfigError) return { probe: 'invalid', problem: err.message };
-      this.deps.logger.warn('credential probe failed', {
-        secret: name,
-        error: err instanceof Error ? err.message : String(err),
-      });
-      return { probe: 'unreachable' };
+      const problem = err instanceof KubeconfigError ? err.message : undefined;
+      if (!problem) this.failed(key, err);
+      return problem !== undefined
+        ? { version, probe: 'invalid', problem, at: this.now() }
+        : { version, probe: 'unreachable', at: this.now() };
     }
+    if (!client) return { version, probe: 'unreachable', at: this.now() };
+    const deadlineMs = this.deps.probeDeadlineMs ?? DEFAULT_PROBE_DEADLINE_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const overdue = new Promise<{ result: ProbeResult; error?: Error }>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ result: 'unreachable', error: new Error(`no answer within ${deadlineMs} ms`) }),
+        deadlineMs,
+      );
+    });
+    const done = Promise.race([probeCredential(client), overdue])
+      .then(
+        ({ result, error }) => {
+          if (error)
+            this.deps.logger.debug('credential probe', { secret: key, result, error: error.message });
+          return result === 'not-probed' ? 'unreachable' : result;
+        },
+        (err: unknown): ProbeResult => {
+          this.failed(key, err);
+          return 'unreachable';
+        },
+      )
+      .then((probe) => {
+        clearTimeout(timer);
+        this.inFlight.delete(key);
+        if (this.stopped) return;
+        this.answers.set(key, { version, probe, at: this.now() });
+        this.deps.enqueueCredential(key);
+      });
+    this.inFlight.set(key, { version, done });
+    return undefined;
+  }
+
+  private failed(key: string, err: unknown): void {
+    this.deps.logger.warn('credential probe failed', {
+      secret: key,
+      error: err instanceof Error ? err.message : String(err),
+    });
   }
 
   /** Next look: the probe interval, or the moment the credential expires or enters the warning window. */
@@ -171,7 +261,9 @@ export class CredentialMonitor {
       .map((c) => `${c.cluster.namespace}/${c.cluster.name}`);
   }
 
-  private reportTransition(key: string, name: string, health: CredentialHealth): void {
+  private reportTransition(secretKey: ObjectKey, health: CredentialHealth): void {
+    const key = formatKey(secretKey);
+    const { name } = secretKey;
     if (!REPORTED.has(health.state)) return;
     const reason =
       health.state === 'expiring-soon'
@@ -181,7 +273,7 @@ export class CredentialMonitor {
           : health.state === 'invalid'
             ? Reasons.credentialInvalid
             : Reasons.credentialRejected;
-    const secret = this.deps.caches.credentials.get(key.split('/')[0] ?? '', name);
+    const secret = this.deps.caches.credentials.get(secretKey);
     if (!secret) return;
     const refs = collectReferences(
       this.deps.caches.provisioningClusters.list(),
@@ -205,12 +297,11 @@ export class CredentialMonitor {
       const [kind, target] = r.referrer.startsWith('HarvesterMachine ')
         ? [
             Resources.harvesterMachine,
-            this.deps.caches.harvesterMachines.get(r.cluster.namespace, r.referrer.split('/').pop() ?? ''),
+            this.deps.caches.harvesterMachines.get(
+              objectKey(r.cluster.namespace, r.referrer.split('/').pop() ?? ''),
+            ),
           ]
-        : [
-            Resources.provisioningCluster,
-            this.deps.caches.provisioningClusters.get(r.cluster.namespace, r.cluster.name),
-          ];
+        : [Resources.provisioningCluster, this.deps.caches.provisioningClusters.get(r.cluster)];
       if (target)
         this.deps.events.record(
           kind,
@@ -223,9 +314,10 @@ export class CredentialMonitor {
   }
 
   /** Per provisioning cluster: expired pool/machine credentials next to a valid cluster credential. */
-  reconcileCluster(key: string): void {
-    const [namespace = '', name = ''] = key.split('/');
-    const cluster = this.deps.caches.provisioningClusters.get(namespace, name);
+  reconcileCluster(clusterKey: ObjectKey): void {
+    const key = formatKey(clusterKey);
+    const { namespace } = clusterKey;
+    const cluster = this.deps.caches.provisioningClusters.get(clusterKey);
     if (!cluster) {
       if (this.mismatches.delete(key)) this.publish();
       return;

@@ -27,7 +27,7 @@ const isDeleting = (o: KubeObject | undefined): boolean => Boolean(o?.metadata.d
 const optedOut = (o: KubeObject | undefined): boolean =>
   parseGoBool(o?.metadata.annotations?.[ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]) === true;
 const describe = (kind: string, o: KubeObject): string =>
-  `${kind} ${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`;
+  `${kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 export function classifyDeletion(input: {
   machine: KubeObject;

@@ -1,8 +1,14 @@
 // Kubernetes Events for every action, the audit trail `kubectl describe` shows. Repeats of
 // one (object, reason, message) are folded into one Event with a count, as client-go's
 // correlator does, so a retry loop does not flood etcd.
-import { KubeError, type KubeClient } from '../kube/index.js';
-import { apiVersionOf, Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
+import { isNotFound, type KubeClient } from '../kube/index.js';
+import {
+  apiVersionOf,
+  Resources,
+  type KubeObject,
+  type NewObject,
+  type ResourceType,
+} from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
 
@@ -48,7 +54,7 @@ export class EventRecorder {
       text,
       {
         event: reason,
-        object: `${type.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name ?? ''}`,
+        object: `${type.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name}`,
       },
     );
     this.pending.push(() => this.write(type, object, eventType, reason, text));
@@ -81,7 +87,7 @@ export class EventRecorder {
     text: string,
   ): Promise<void> {
     const namespace = object.metadata.namespace ?? 'default';
-    const key = `${object.metadata.uid ?? `${namespace}/${object.metadata.name ?? ''}`}|${reason}|${text}`;
+    const key = `${object.metadata.uid ?? `${namespace}/${object.metadata.name}`}|${reason}|${text}`;
     const stamp = this.now()
       .toISOString()
       .replace(/\.\d{3}Z$/, 'Z');
@@ -97,14 +103,14 @@ export class EventRecorder {
           );
           return;
         } catch (err) {
-          if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+          if (!isNotFound(err)) throw err;
           this.seen.delete(key);
         }
       }
       const created = await this.client.create<KubeObject>(Resources.event, {
         apiVersion: 'v1',
         kind: 'Event',
-        metadata: { generateName: `${object.metadata.name ?? 'object'}.`, namespace },
+        metadata: { generateName: `${object.metadata.name || 'object'}.`, namespace },
         involvedObject: {
           apiVersion: apiVersionOf(type),
           kind: type.kind,
@@ -121,9 +127,9 @@ export class EventRecorder {
         source: { component: COMPONENT },
         reportingComponent: COMPONENT,
         reportingInstance: this.instance,
-      } as KubeObject);
+      } as NewObject<KubeObject>);
       if (this.seen.size >= MAX_REMEMBERED) this.seen.delete(this.seen.keys().next().value as string);
-      this.seen.set(key, { name: created.metadata.name ?? '', namespace, count: 1 });
+      this.seen.set(key, { name: created.metadata.name, namespace, count: 1 });
     } catch (err) {
       this.logger.warn('cannot write Event', {
         reason,

@@ -4,7 +4,7 @@
 // is made and released when the version is replaced or the Secret deleted, so that a
 // controller running for months holds the live credentials' secrets only.
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
-import { KubeClient, KubeError } from '../kube/index.js';
+import { isNotFound, KubeClient, KubeError } from '../kube/index.js';
 import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
 import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
@@ -32,7 +32,7 @@ export class HarvesterClients {
    * the content, when the kubeconfig cannot be used (not YAML, no current context, ...).
    */
   forSecret(secret: SecretObject): KubeClient | undefined {
-    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
+    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
     const version = secret.metadata.resourceVersion ?? '';
     const known = this.clients.get(key);
     if (known?.version === version && known.client) return known.client;
@@ -146,7 +146,7 @@ export async function annotateMachineVm(
 }
 
 async function annotate(client: KubeClient, vm: VirtualMachineObject, how: string): Promise<CleanupOutcome> {
-  const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name ?? ''}`;
+  const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name}`;
   const current = vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS];
   // As Rancher: an existing value is left alone, so a VM marked "false" by hand keeps its volumes.
   if (current !== undefined)
@@ -157,12 +157,12 @@ async function annotate(client: KubeClient, vm: VirtualMachineObject, how: strin
   try {
     await client.patch(
       Resources.virtualMachine,
-      { namespace: vm.metadata.namespace ?? '', name: vm.metadata.name ?? '' },
+      { namespace: vm.metadata.namespace ?? '', name: vm.metadata.name },
       { metadata: { annotations: { [ANNOTATION_REMOVE_ALL_PVCS]: 'true' } } },
     );
     return { kind: 'annotated', vm: ref, how };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'NotFound') return { kind: 'vm-gone', looked: ref };
+    if (isNotFound(err)) return { kind: 'vm-gone', looked: ref };
     throw err;
   }
 }

@@ -10,20 +10,10 @@
 // (not queued behind the controller's requests), one attempt per request and no retries,
 // each request bounded by the time left to the deadline, and a timer that steps down at
 // the deadline even while a request is still in flight.
-import { KubeClient, KubeError } from '../kube/index.js';
-import { describeOperation, Resources, resourcePath, type KubeObject } from '../kube/resources.js';
+import { isAlreadyExists, isConflict, KubeClient } from '../kube/index.js';
+import { LeaseLock, microTime } from '../kube/lease.js';
 import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import type { Logger } from '../log/logger.js';
-
-interface Lease extends KubeObject {
-  spec?: {
-    holderIdentity?: string | null;
-    leaseDurationSeconds?: number;
-    acquireTime?: string | null;
-    renewTime?: string | null;
-    leaseTransitions?: number;
-  };
-}
 
 export interface LeaderElectionOptions {
   namespace: string;
@@ -38,8 +28,6 @@ export interface LeaderElectionOptions {
   now?: () => number;
 }
 
-const microTime = (ms: number): string => new Date(ms).toISOString().replace(/(\.\d{3})Z$/, '$1000Z');
-
 export class LeaderElector {
   private observed: { record: string; at: number } | undefined;
   private leading = false;
@@ -52,11 +40,14 @@ export class LeaderElector {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private ownsClient = false;
+  private readonly lock: LeaseLock;
 
   constructor(
     private readonly client: KubeClient,
     private readonly options: LeaderElectionOptions,
-  ) {}
+  ) {
+    this.lock = new LeaseLock(client, { namespace: options.namespace, name: options.name });
+  }
 
   /**
    * An elector with a client of its own for the kubeconfig: one attempt per request, no
@@ -162,99 +153,65 @@ export class LeaderElector {
     this.options.onStoppedLeading();
   }
 
-  /** One request to the Lease, given at most the time left to `deadline`. */
-  private request<T>(verb: 'get' | 'create' | 'update', deadline: number, body?: Lease): Promise<T> {
-    const { namespace, name } = this.options;
-    const at = verb === 'create' ? { namespace } : { namespace, name };
-    const left = deadline - this.now();
-    if (left <= 0)
-      return Promise.reject(
-        new KubeError(
-          'Timeout',
-          `${verb} lease`,
-          `${verb} lease ${namespace}/${name}: renew deadline passed`,
-        ),
-      );
-    return this.client.call<T>({
-      method: verb === 'get' ? 'GET' : verb === 'create' ? 'POST' : 'PUT',
-      path: resourcePath(Resources.lease, at),
-      ...(body ? { body } : {}),
-      operation: describeOperation(verb, Resources.lease, { namespace, name }),
-      timeoutMs: left,
-    });
-  }
-
   private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
-    const { namespace, name, identity } = this.options;
+    const { identity } = this.options;
     const now = this.now();
+    const timeout = (): { timeoutMs: number } => ({ timeoutMs: deadline - this.now() });
     const durationSeconds = Math.ceil(this.options.leaseDurationMs / 1000);
-    const lease = await this.request<Lease>('get', deadline).catch((err: unknown) => {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      throw err;
-    });
-    if (!lease) {
+    const record = await this.lock.get(timeout());
+    if (!record) {
       try {
-        await this.request<Lease>('create', deadline, {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: { name, namespace },
-          spec: {
+        await this.lock.create(
+          {
             holderIdentity: identity,
             leaseDurationSeconds: durationSeconds,
             acquireTime: microTime(now),
             renewTime: microTime(now),
-            leaseTransitions: 0,
+            leaderTransitions: 0,
           },
-        });
+          timeout(),
+        );
         return true;
       } catch (err) {
-        if (err instanceof KubeError && err.kind === 'AlreadyExists') return false;
+        if (isAlreadyExists(err)) return false;
         throw err;
       }
     }
-    const spec = lease.spec ?? {};
-    const holder = spec.holderIdentity ?? '';
-    const record = `${holder}|${spec.renewTime ?? ''}`;
-    if (this.observed?.record !== record) this.observed = { record, at: now };
+    const holder = record.holderIdentity;
+    const seen = `${holder}|${record.renewTime ?? ''}`;
+    if (this.observed?.record !== seen) this.observed = { record: seen, at: now };
     const heldByOther = holder !== '' && holder !== identity;
-    const ttl = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
+    const ttl = (record.leaseDurationSeconds ?? durationSeconds) * 1000;
     if (heldByOther && this.observed.at + ttl > now) return false;
     const takingOver = holder !== identity;
     try {
-      await this.request<Lease>('update', deadline, {
-        ...lease,
-        spec: {
-          ...spec,
+      await this.lock.update(
+        {
+          ...record,
           holderIdentity: identity,
           leaseDurationSeconds: durationSeconds,
           renewTime: microTime(now),
           ...(takingOver
-            ? {
-                acquireTime: microTime(now),
-                leaseTransitions: (spec.leaseTransitions ?? 0) + (holder ? 1 : 0),
-              }
+            ? { acquireTime: microTime(now), leaderTransitions: record.leaderTransitions + (holder ? 1 : 0) }
             : {}),
         },
-      });
+        timeout(),
+      );
       return true;
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'Conflict') return false;
+      if (isConflict(err)) return false;
       throw err;
     }
   }
 
   private async release(): Promise<void> {
-    const { namespace, name, identity } = this.options;
-    const lease = await this.client.find<Lease>(Resources.lease, { namespace, name });
-    if (lease?.spec?.holderIdentity !== identity) return;
-    await this.client.update<Lease>(Resources.lease, {
-      ...lease,
-      spec: {
-        ...lease.spec,
-        holderIdentity: null,
-        leaseDurationSeconds: 1,
-        renewTime: microTime(this.now()),
-      },
+    const record = await this.lock.get();
+    if (record?.holderIdentity !== this.options.identity) return;
+    await this.lock.update({
+      ...record,
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      renewTime: microTime(this.now()),
     });
   }
 }

@@ -5,18 +5,8 @@
 // leaseDurationSeconds as written (leader-election.ts), so none takes it back before the
 // hold runs out; the old leader stops acting within its renew deadline, which is shorter
 // than the lease duration it had written, and that is how long the caller must wait.
-import { KubeError, type KubeClient } from '../kube/index.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
-
-interface Lease extends KubeObject {
-  spec?: {
-    holderIdentity?: string | null;
-    leaseDurationSeconds?: number;
-    acquireTime?: string | null;
-    renewTime?: string | null;
-    leaseTransitions?: number;
-  };
-}
+import { isKubeError, type KubeClient } from '../kube/index.js';
+import { LeaseLock, microTime } from '../kube/lease.js';
 
 export interface LeaseHold {
   /** The holder the Lease was taken from ('' when nobody held it). */
@@ -25,55 +15,32 @@ export interface LeaseHold {
   previousHolderMayActMs: number;
 }
 
-const microTime = (ms: number): string => new Date(ms).toISOString().replace(/(\.\d{3})Z$/, '$1000Z');
-
 export async function holdLease(
   client: KubeClient,
   opts: { namespace: string; name: string; identity: string; holdMs: number; now?: () => number },
 ): Promise<LeaseHold> {
   const now = opts.now ?? Date.now;
-  const durationSeconds = Math.max(1, Math.ceil(opts.holdMs / 1000));
+  const lock = new LeaseLock(client, { namespace: opts.namespace, name: opts.name });
+  const leaseDurationSeconds = Math.max(1, Math.ceil(opts.holdMs / 1000));
   for (let attempt = 1; ; attempt++) {
-    const lease = await client.find<Lease>(Resources.lease, { namespace: opts.namespace, name: opts.name });
+    const record = await lock.get();
     const at = microTime(now());
+    const mine = { holderIdentity: opts.identity, leaseDurationSeconds, acquireTime: at, renewTime: at };
     try {
-      if (!lease) {
-        await client.create<Lease>(Resources.lease, {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: { namespace: opts.namespace, name: opts.name },
-          spec: {
-            holderIdentity: opts.identity,
-            leaseDurationSeconds: durationSeconds,
-            acquireTime: at,
-            renewTime: at,
-            leaseTransitions: 0,
-          },
-        });
+      if (!record) {
+        await lock.create({ ...mine, leaderTransitions: 0 });
         return { previousHolder: '', previousHolderMayActMs: 0 };
       }
-      const spec = lease.spec ?? {};
-      const holder = spec.holderIdentity ?? '';
-      await client.update<Lease>(Resources.lease, {
-        ...lease,
-        spec: {
-          ...spec,
-          holderIdentity: opts.identity,
-          leaseDurationSeconds: durationSeconds,
-          acquireTime: at,
-          renewTime: at,
-          leaseTransitions: (spec.leaseTransitions ?? 0) + (holder && holder !== opts.identity ? 1 : 0),
-        },
-      });
+      const holder = record.holderIdentity;
       const othersHeld = holder !== '' && holder !== opts.identity;
+      await lock.update({ ...mine, leaderTransitions: record.leaderTransitions + (othersHeld ? 1 : 0) });
       return {
         previousHolder: othersHeld ? holder : '',
-        previousHolderMayActMs: othersHeld ? (spec.leaseDurationSeconds ?? 0) * 1000 : 0,
+        previousHolderMayActMs: othersHeld ? (record.leaseDurationSeconds ?? 0) * 1000 : 0,
       };
     } catch (err) {
       // A replica renewed (or created) in between: read again and take it from there.
-      const raced = err instanceof KubeError && (err.kind === 'Conflict' || err.kind === 'AlreadyExists');
-      if (!raced || attempt >= 10) throw err;
+      if (!isKubeError(err, 'Conflict', 'AlreadyExists') || attempt >= 10) throw err;
     }
   }
 }

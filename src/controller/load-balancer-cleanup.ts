@@ -16,9 +16,18 @@ import {
   type LoadBalancer,
 } from '../harvester/load-balancers.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
+import {
+  isConflict,
+  isCredentialRejected,
+  isForbidden,
+  isNotFound,
+  type KubeClient,
+  type ReconcileResult,
+} from '../kube/index.js';
+import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
+import { cloudProviderClusterName } from '../rancher/chart-values.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
@@ -33,6 +42,8 @@ import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
 import type { FailureReason } from './gate-decision.js';
 import type { HarvesterClients } from './harvester-access.js';
+import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
+import { lbOwnership } from './lb-ownership.js';
 import { describeFailure } from './machine-cleanup.js';
 import { Counter, type Registry } from 'prom-client';
 
@@ -83,6 +94,8 @@ interface Pending {
   since: number;
   /** What Events are recorded on (the cluster object as last seen). */
   subject: { type: ResourceType; object: KubeObject };
+  /** Its cloud provider's --cluster-name from its chart values, while its provisioning Cluster was seen. */
+  lbClusterName: string | undefined;
   targets: Map<string, Target>;
   done: Set<string>;
   attempts: number;
@@ -127,13 +140,12 @@ export class LoadBalancerCleanup {
     return (this.deps.now ?? Date.now)();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult> {
-    const slash = key.indexOf('/');
-    const namespace = key.slice(0, slash);
-    const cluster = key.slice(slash + 1);
+  async reconcile(clusterKey: ObjectKey): Promise<ReconcileResult> {
+    const key = formatKey(clusterKey);
+    const { namespace, name: cluster } = clusterKey;
     const { caches } = this.deps;
-    const capi = caches.capiClusters.get(namespace, cluster);
-    const prov = caches.provisioningClusters.get(namespace, cluster);
+    const capi = caches.capiClusters.get(clusterKey);
+    const prov = caches.provisioningClusters.get(clusterKey);
     if (capi || prov) {
       const deleting = [prov, capi].find((o) => o?.metadata.deletionTimestamp);
       if (!deleting) {
@@ -197,14 +209,16 @@ export class LoadBalancerCleanup {
       done: new Set(),
       attempts: 0,
       notBefore: 0,
+      lbClusterName: undefined,
     };
     pending.subject = subject;
-    const prov = this.deps.caches.provisioningClusters.get(namespace, cluster);
+    const prov = this.deps.caches.provisioningClusters.get(objectKey(namespace, cluster));
+    if (prov) pending.lbClusterName = cloudProviderClusterName(prov);
     for (const hm of this.machinesOf(namespace, cluster)) {
       const pool = findMachinePool({
         cluster: prov,
         machineLabels: hm.metadata.labels,
-        machineName: hm.metadata.name ?? '',
+        machineName: hm.metadata.name,
       });
       const candidates = credentialCandidates({ cluster: prov, pool: pool?.pool, harvesterMachine: hm });
       const vmNamespace = hm.spec?.vmNamespace || 'default';
@@ -229,6 +243,26 @@ export class LoadBalancerCleanup {
     }
     const early = pending.notBefore - this.now();
     if (early > 0) return { requeueAfterMs: early };
+    // Before anything is listed on Harvester: the label must be this cluster's alone.
+    const ownership = lbOwnership(
+      { namespace: pending.namespace, name: pending.cluster, lbClusterName: pending.lbClusterName },
+      this.deps.caches.provisioningClusters.list().map((c) => ({
+        namespace: c.metadata.namespace ?? '',
+        name: c.metadata.name ?? '',
+        lbClusterName: cloudProviderClusterName(c),
+      })),
+    );
+    if (!ownership.certain) {
+      this.finish(key);
+      this.deps.metrics.results.inc({ result: 'refused', namespace: '' });
+      this.record(
+        pending.subject,
+        'Warning',
+        LbReasons.refused,
+        `the load balancers of guest cluster ${pending.cluster} are not deleted: ${ownership.reason}; check them with "harvester-machine leftovers"`,
+      );
+      return;
+    }
     const waits: string[] = [];
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const [id, target] of pending.targets) {
@@ -275,7 +309,7 @@ export class LoadBalancerCleanup {
     const { caches, harvester } = this.deps;
     const resolved = target.candidates.map((c) => ({
       ...c,
-      secret: caches.credentials.get(c.ref.namespace, c.ref.name),
+      secret: caches.credentials.get(c.ref),
     }));
     const usable = usableCandidates(resolved, (c) =>
       c.secret ? (harvesterClusterId(c.secret) ?? undefined) : null,
@@ -284,7 +318,7 @@ export class LoadBalancerCleanup {
       return {
         kind: 'failed',
         reason: 'HarvesterCredentialMissing',
-        message: `no Harvester cloud credential Secret found for the load balancers of ${pending.cluster} in ${target.vmNamespace}; tried ${target.candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured'}`,
+        message: `no Harvester cloud credential Secret found for the load balancers of ${pending.cluster} in ${target.vmNamespace}; tried ${target.candidates.map((c) => `${formatSecretRef(c.ref)} (${c.source})`).join(', ') || 'none configured'} (${UNSEEN_CREDENTIAL_HINT})`,
       };
     const failures: Array<{ reason: FailureReason; message: string }> = [];
     for (const c of usable) {
@@ -298,8 +332,7 @@ export class LoadBalancerCleanup {
         return await this.cleanWith(client, pending, target.vmNamespace);
       } catch (err) {
         failures.push(describeFailure(err, label, c.secret, this.now()));
-        if (err instanceof KubeError && err.kind === 'CredentialRejected')
-          this.deps.onCredentialRejected(formatSecretRef(c.ref));
+        if (isCredentialRejected(err)) this.deps.onCredentialRejected(formatSecretRef(c.ref));
       }
     }
     const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');
@@ -377,10 +410,10 @@ async function listLoadBalancers(
 ): Promise<LoadBalancer[] | 'not-served'> {
   try {
     const list = await client.list<KubeObject>(Resources.loadBalancer, { namespace });
-    return list.items as unknown as LoadBalancer[];
+    return list.items;
   } catch (err) {
     // A Harvester without the load balancer add-on serves no such resource.
-    if (err instanceof KubeError && err.kind === 'NotFound') return 'not-served';
+    if (isNotFound(err)) return 'not-served';
     throw err;
   }
 }
@@ -393,7 +426,7 @@ async function readServerVersion(client: KubeClient): Promise<string | undefined
     return s?.value || s?.default || undefined;
   } catch (err) {
     // Not allowed to read it: decided as for an unknown version (delete what is left).
-    if (err instanceof KubeError && err.kind === 'Forbidden') return undefined;
+    if (isForbidden(err)) return undefined;
     throw err;
   }
 }
@@ -407,7 +440,7 @@ async function deleteLoadBalancer(client: KubeClient, lb: LoadBalancer): Promise
       lb.metadata.uid ? { preconditions: { uid: lb.metadata.uid } } : {},
     );
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Conflict') return false;
+    if (isConflict(err)) return false;
     throw err;
   }
 }

@@ -76,9 +76,13 @@ function world() {
 describe('LoadBalancerCleanup', () => {
   it('after a failed attempt, updates of the cluster do not start another before the backoff', async () => {
     const w = world();
-    assert.equal(await w.cleanup.reconcile('fleet/c1'), undefined, 'a machine is still there: wait');
+    assert.equal(
+      await w.cleanup.reconcile({ namespace: 'fleet', name: 'c1' }),
+      undefined,
+      'a machine is still there: wait',
+    );
     w.machinesGone();
-    const first = await w.cleanup.reconcile('fleet/c1');
+    const first = await w.cleanup.reconcile({ namespace: 'fleet', name: 'c1' });
     const attempted = w.requests();
     assert.ok(attempted > 0);
     assert.deepEqual(first, { requeueAfterMs: 1_000 });
@@ -86,7 +90,7 @@ describe('LoadBalancerCleanup', () => {
     // Rancher's finalizers): each reconcile is told to come back, none sends a request.
     for (let i = 0; i < 20; i++) {
       w.advance(25);
-      const again = await w.cleanup.reconcile('fleet/c1');
+      const again = await w.cleanup.reconcile({ namespace: 'fleet', name: 'c1' });
       assert.ok(
         again && again.requeueAfterMs !== undefined && again.requeueAfterMs > 0,
         JSON.stringify(again),
@@ -96,7 +100,7 @@ describe('LoadBalancerCleanup', () => {
     assert.equal(w.warnings.length, 1, 'one Warning Event per attempt');
     w.advance(600);
     assert.deepEqual(
-      await w.cleanup.reconcile('fleet/c1'),
+      await w.cleanup.reconcile({ namespace: 'fleet', name: 'c1' }),
       { requeueAfterMs: 2_000 },
       'then it tries again, backing off',
     );

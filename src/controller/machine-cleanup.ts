@@ -3,8 +3,9 @@
 // falling back to other credentials of the same Harvester cluster when one is rejected.
 // attemptCleanup is what the reconciler calls: it never throws and never outlasts the
 // time it was given, so every attempt ends in an outcome the gate's deadline applies to.
+import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
 import { formatDuration } from '../common/durations.js';
-import { KubeError } from '../kube/index.js';
+import { isCredentialRejected, KubeError } from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { redact } from '../log/redact.js';
 import { expiryFromAnnotation, harvesterClusterId } from '../rancher/cloud-credential.js';
@@ -74,12 +75,12 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
   const pool = findMachinePool({
     cluster,
     machineLabels: { ...hm.metadata.labels, ...machine.metadata.labels },
-    machineName: hm.metadata.name ?? '',
+    machineName: hm.metadata.name,
   });
   const candidates = credentialCandidates({ cluster, pool: pool?.pool, harvesterMachine: hm });
   const resolved = candidates.map((c) => ({
     ...c,
-    secret: deps.credentials.get(c.ref.namespace, c.ref.name),
+    secret: deps.credentials.get(c.ref),
   }));
   const usable = usableCandidates(resolved, (c) =>
     c.secret ? (harvesterClusterId(c.secret) ?? undefined) : null,
@@ -90,7 +91,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
     return {
       kind: 'failed',
       reason: 'HarvesterCredentialMissing',
-      message: `no Harvester cloud credential Secret found; tried ${tried}`,
+      message: `no Harvester cloud credential Secret found; tried ${tried} (${UNSEEN_CREDENTIAL_HINT})`,
     };
   }
   const failures: Array<{ reason: FailureReason; message: string }> = [];
@@ -104,13 +105,12 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
       }
       return await annotateMachineVm(client, {
         vmNamespace: hm.spec?.vmNamespace || 'default',
-        machineName: hm.metadata.name ?? '',
+        machineName: hm.metadata.name,
         clusterName,
       });
     } catch (err) {
       failures.push(describeFailure(err, label, c.secret, deps.now));
-      if (err instanceof KubeError && err.kind === 'CredentialRejected')
-        deps.onCredentialRejected(formatSecretRef(c.ref));
+      if (isCredentialRejected(err)) deps.onCredentialRejected(formatSecretRef(c.ref));
     }
   }
   const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');

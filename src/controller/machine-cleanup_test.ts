@@ -10,7 +10,9 @@ import type { CapiMachine, SecretObject } from './types.js';
 
 describe('describeFailure', () => {
   const now = Date.parse('2025-06-01T00:00:00Z');
-  const secret = { metadata: { annotations: { 'rancher.io/expiration-timestamp': String(now - 60_000) } } };
+  const secret = {
+    metadata: { name: 'cc', annotations: { 'rancher.io/expiration-timestamp': String(now - 60_000) } },
+  };
   it('says which credential was rejected, whose token, since when, and what to do', () => {
     const err = new KubeError('CredentialRejected', 'get vm', 'get vm: Unauthorized (HTTP 401)', {
       statusCode: 401,

@@ -1,6 +1,13 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { KubeError, type KubeClient, type ReconcileResult } from '../kube/index.js';
+import { formatKey, keyOf, objectKey, type ObjectKey } from '../api/object-key.js';
+import {
+  ignoreNotFound,
+  isConflict,
+  isNotFound,
+  type KubeClient,
+  type ReconcileResult,
+} from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
@@ -33,6 +40,18 @@ export interface HeldGate {
   message: string;
   since: string;
   releaseBy: string;
+}
+
+/** Why a gate is released, and how that is recorded. */
+interface Release {
+  /** The Event's and the condition's message. */
+  reason: string;
+  /** A release without the cleanup (the deadline): a Warning, and the condition stays False. */
+  warning: boolean;
+  /** The gateReleases metric's reason label. */
+  metricReason: string;
+  /** The Event's reason (default: deadline or released, by `warning`). */
+  eventReason?: string;
 }
 
 export interface MachineReconcilerDeps {
@@ -90,30 +109,31 @@ export class MachineReconciler {
     return (this.deps.now ?? Date.now)();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult> {
-    const [namespace = '', name = ''] = key.split('/');
+  async reconcile(machineKey: ObjectKey): Promise<ReconcileResult> {
+    const key = formatKey(machineKey);
+    const { namespace } = machineKey;
     const { caches } = this.deps;
-    const machine = caches.machines.get(namespace, name);
+    const machine = caches.machines.get(machineKey);
     if (!machine || !isHarvesterBacked(machine)) {
       this.cleaned.delete(key);
       return this.forget(key);
     }
     const clusterName = machine.spec.clusterName || machine.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] || '';
-    const provisioningCluster = caches.provisioningClusters.get(namespace, clusterName);
+    const provisioningCluster = caches.provisioningClusters.get(objectKey(namespace, clusterName));
     const infraRef = machine.spec.infrastructureRef;
-    const hm = caches.harvesterMachines.get(infraRef.namespace ?? namespace, infraRef.name ?? '');
+    const hm = caches.harvesterMachines.get(objectKey(infraRef.namespace ?? namespace, infraRef.name ?? ''));
     const infra: InfraState = !hm ? 'gone' : hm.metadata.deletionTimestamp ? 'deleting' : 'present';
     const hookPresent = machine.metadata.annotations?.[this.hook] !== undefined;
     const scope = classifyDeletion({
       machine,
-      capiCluster: caches.capiClusters.get(namespace, clusterName),
+      capiCluster: caches.capiClusters.get(objectKey(namespace, clusterName)),
       provisioningCluster,
     });
     const plan = decideGate({ hookPresent, scope, infra });
 
     if (plan.addHook) await this.addHook(machine);
     if (plan.release) {
-      await this.release(machine, key, plan.release.reason, plan.release.warning, scope.kind);
+      await this.release(machine, key, { ...plan.release, metricReason: scope.kind });
       return this.forget(key);
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
@@ -187,14 +207,12 @@ export class MachineReconciler {
       const eventReason =
         after.warning || outcome.kind === 'failed' ? Reasons.gateDeadline : OUTCOME_REASONS[outcome.kind];
       if (hookPresent)
-        await this.release(
-          machine,
-          key,
-          after.reason,
-          after.warning,
-          after.warning ? 'deadline' : outcome.kind,
+        await this.release(machine, key, {
+          reason: after.reason,
+          warning: after.warning,
+          metricReason: after.warning ? 'deadline' : outcome.kind,
           eventReason,
-        );
+        });
       else
         this.deps.events.record(
           Resources.capiMachine,
@@ -239,15 +257,11 @@ export class MachineReconciler {
   }
 
   private async addHook(machine: CapiMachine): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
-    try {
-      await this.deps.client.patch(Resources.capiMachine, at, {
-        metadata: { annotations: { [this.hook]: HOOK_OWNER } },
-      });
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return;
-      throw err;
-    }
+    const at = keyOf(machine);
+    const patched = await this.deps.client
+      .patch(Resources.capiMachine, at, { metadata: { annotations: { [this.hook]: HOOK_OWNER } } })
+      .catch(ignoreNotFound);
+    if (!patched) return;
     this.deps.metrics.hooksAdded.inc();
     this.deps.events.record(
       Resources.capiMachine,
@@ -261,29 +275,19 @@ export class MachineReconciler {
   /**
    * Removes only our annotation, with the resourceVersion the decision was made on: if the
    * Machine changed since, the patch fails with Conflict and the key is decided again.
-   */
-  /**
    * One Event per release, saying why; the condition only where a held gate had set it
    * False (on a Machine about to disappear a True condition would be a wasted write).
    */
-  private async release(
-    machine: CapiMachine,
-    key: string,
-    reason: string,
-    warning: boolean,
-    metricReason: string,
-    eventReason: string = warning ? Reasons.gateDeadline : Reasons.gateReleased,
-  ): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
-    let released: CapiMachine;
-    try {
-      released = await this.deps.client.patch<CapiMachine>(Resources.capiMachine, at, {
+  private async release(machine: CapiMachine, key: string, how: Release): Promise<void> {
+    const { reason, warning, metricReason } = how;
+    const eventReason = how.eventReason ?? (warning ? Reasons.gateDeadline : Reasons.gateReleased);
+    const at = keyOf(machine);
+    const released = await this.deps.client
+      .patch<CapiMachine>(Resources.capiMachine, at, {
         metadata: { resourceVersion: machine.metadata.resourceVersion, annotations: { [this.hook]: null } },
-      });
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return;
-      throw err;
-    }
+      })
+      .catch(ignoreNotFound);
+    if (!released) return;
     this.deps.metrics.gateReleases.inc({ reason: metricReason });
     this.deps.events.record(
       Resources.capiMachine,
@@ -317,7 +321,7 @@ export class MachineReconciler {
     condition: Omit<CapiCondition, 'lastTransitionTime'>,
     current?: CapiMachine,
   ): Promise<void> {
-    const at = { namespace: machine.metadata.namespace ?? '', name: machine.metadata.name ?? '' };
+    const at = keyOf(machine);
     let known = current;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
@@ -353,9 +357,9 @@ export class MachineReconciler {
         );
         return;
       } catch (err) {
-        if (err instanceof KubeError && err.kind === 'Conflict') continue;
+        if (isConflict(err)) continue;
         // Released and already removed by Cluster API: nothing left to record on.
-        if (err instanceof KubeError && err.kind === 'NotFound') return;
+        if (isNotFound(err)) return;
         this.deps.logger.warn('cannot write the Machine condition', {
           machine: `${at.namespace}/${at.name}`,
           error: err instanceof Error ? err.message : String(err),

@@ -1,5 +1,6 @@
 // Who references which cloud credential: clusters, their machine pools, and machines (the
 // credential a HarvesterMachine recorded is what Rancher's removal job will use).
+import { keyOf } from '../api/object-key.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import { parseCredentialRef, type SecretRef } from './credential-choice.js';
 import type { CredentialReference } from './credential-health.js';
@@ -17,7 +18,7 @@ export function collectReferences(
 ): ClusterReferences[] {
   const byCluster = new Map<string, ClusterReferences>();
   for (const c of clusters) {
-    const cluster = { namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '' };
+    const cluster = keyOf(c);
     const clusterCredential = parseCredentialRef(c.spec?.cloudCredentialSecretName, cluster.namespace);
     const references: CredentialReference[] = [];
     if (clusterCredential)
@@ -44,7 +45,7 @@ export function collectReferences(
     const credential = parseCredentialRef(m.spec?.common?.cloudCredentialSecretName, namespace);
     if (!entry || !credential) continue;
     entry.references.push({
-      referrer: `HarvesterMachine ${namespace}/${m.metadata.name ?? ''}`,
+      referrer: `HarvesterMachine ${namespace}/${m.metadata.name}`,
       cluster: entry.cluster,
       credential,
     });

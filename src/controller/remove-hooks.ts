@@ -4,7 +4,8 @@
 // First it takes the controller's Lease (lease-hold.ts) so that no replica adds a hook back,
 // waits until the replica it took the Lease from has stopped acting, then removes the hooks
 // until a pass finds none left.
-import { KubeError, type KubeClient } from '../kube/index.js';
+import { keyOf } from '../api/object-key.js';
+import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { hookAnnotation, Reasons } from './constants.js';
@@ -91,7 +92,7 @@ export async function removeHooks(opts: RemoveHooksOptions): Promise<RemoveHooks
 
 /** Removes the annotation at the resourceVersion it was seen at; re-reads on Conflict. */
 async function removeOne(client: KubeClient, seen: CapiMachine, key: string): Promise<boolean> {
-  const at = { namespace: seen.metadata.namespace ?? '', name: seen.metadata.name ?? '' };
+  const at = keyOf(seen);
   let machine: CapiMachine | undefined = seen;
   for (let attempt = 1; machine?.metadata.annotations?.[key] !== undefined; attempt++) {
     try {
@@ -100,8 +101,8 @@ async function removeOne(client: KubeClient, seen: CapiMachine, key: string): Pr
       });
       return true;
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return false;
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= 5) throw err;
+      if (isNotFound(err)) return false;
+      if (!isConflict(err) || attempt >= 5) throw err;
       machine = await client.find<CapiMachine>(Resources.capiMachine, at);
     }
   }
@@ -114,7 +115,7 @@ function record(
   machine: CapiMachine,
   key: string,
 ): void {
-  const name = `${machine.metadata.namespace ?? ''}/${machine.metadata.name ?? ''}`;
+  const name = `${machine.metadata.namespace ?? ''}/${machine.metadata.name}`;
   result.removed.push(name);
   const deleting = Boolean(machine.metadata.deletionTimestamp);
   if (deleting) result.releasedWhileDeleting.push(name);

@@ -4,7 +4,7 @@
 // Keys: summary.json (schemaVersion 1: generatedAt, holder, credentials[], gatesHeld[],
 // mismatches[]) and summary.txt (the same for people). No secret is ever in it: credentials
 // are named by Secret, tokens by their public name only.
-import { KubeError, type KubeClient } from '../kube/index.js';
+import { isNotFound, type KubeClient } from '../kube/index.js';
 import { Resources, type KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import type { CredentialRecord } from './credential-monitor.js';
@@ -126,7 +126,7 @@ export class StatusWriter {
       try {
         await this.client.patch(Resources.configMap, this.at, { data });
       } catch (err) {
-        if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+        if (!isNotFound(err)) throw err;
         await this.client.create<KubeObject>(Resources.configMap, {
           apiVersion: 'v1',
           kind: 'ConfigMap',

@@ -35,12 +35,12 @@ export function matchVmByLabels<T extends KubeObject>(
   const byLabel = ofCluster.filter((v) => candidates.has(v.metadata.labels?.[LABEL_VM_NAME] ?? ''));
   if (byLabel.length === 1 && byLabel[0])
     return { kind: 'found', vm: byLabel[0], how: `label ${LABEL_VM_NAME}` };
-  if (byLabel.length > 1) return { kind: 'ambiguous', names: byLabel.map((v) => v.metadata.name ?? '') };
+  if (byLabel.length > 1) return { kind: 'ambiguous', names: byLabel.map((v) => v.metadata.name) };
   if (machineName.length < 64) return { kind: 'none' };
   const prefix = machineName.replaceAll('.', '-').slice(0, 56);
-  const byPrefix = ofCluster.filter((v) => (v.metadata.name ?? '').startsWith(prefix));
+  const byPrefix = ofCluster.filter((v) => v.metadata.name.startsWith(prefix));
   if (byPrefix.length === 1 && byPrefix[0])
     return { kind: 'found', vm: byPrefix[0], how: `name prefix ${prefix}` };
-  if (byPrefix.length > 1) return { kind: 'ambiguous', names: byPrefix.map((v) => v.metadata.name ?? '') };
+  if (byPrefix.length > 1) return { kind: 'ambiguous', names: byPrefix.map((v) => v.metadata.name) };
   return { kind: 'none' };
 }

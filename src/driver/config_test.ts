@@ -239,6 +239,18 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
     { 'host-device-info': '{"hostDevices":[{"name":"a","deviceName":"0000:3b:00.0"}]}' },
     'host-device-info',
   ],
+  ['ip-pool-info not JSON', { 'ip-pool-info': '{"network":' }, 'ip-pool-info'],
+  [
+    'ip-pool-info range outside its cidr',
+    {
+      'ip-pool-info':
+        '{"network":"default/vlan1","cidr":"10.0.0.0/24","range":"10.0.1.10-10.0.1.20","gateway":"10.0.0.1","dns":["10.0.0.1"]}',
+    },
+    'ip-pool-info',
+  ],
+  ['vm-labels not key=value', { 'vm-labels': 'app=web,tier' }, 'vm-labels'],
+  ['vm-labels with a key Harvester owns', { 'vm-labels': 'harvesterhci.io/vmName=x' }, 'vm-labels'],
+  ['vm-annotations not a JSON object of strings', { 'vm-annotations': '{"a":1}' }, 'vm-annotations'],
   ['cpu pinning not a bool', { 'cpu-pinning': 'sure' }, 'cpu-pinning'],
   [
     'isolated emulator thread without pinning',
@@ -499,6 +511,10 @@ describe('configFromFlags: what the Go driver saves', () => {
       RemoveTimeoutSeconds: 600,
       IPNetwork: '',
       CloudInitInSecret: false,
+      IPPoolInfo: null,
+      VMLabels: {},
+      VMAnnotations: {},
+      FixedAddress: null,
     });
   });
 

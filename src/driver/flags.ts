@@ -181,6 +181,29 @@ export const FLAGS = {
       'PCI and USB devices passed through to the machine, enabled for passthrough in Harvester first: {"hostDevices":[{"name":"hostdevice-1","deviceName":"<device resource name>"}]}, base64 is supported',
     ),
   ),
+  // Named as the other *-info flags; Rancher's HarvesterConfig field is ipPoolInfo.
+  ipPoolInfo: ours(
+    str(
+      'harvester-ip-pool-info',
+      'HARVESTER_IP_POOL_INFO',
+      'a fixed IPv4 address per machine from this pool: {"network":"default/vlan100","range":"192.168.100.10-192.168.100.19","prefix":24,"gateway":"192.168.100.1","dns":["192.168.100.1"]} (also "cidr", "exclude", "interface"); with only "network", the network\'s Harvester IP pool (vm-dhcp-controller) gives it; base64 is supported',
+    ),
+  ),
+  // The name and variable of the Go driver's open PR #83 (docs/decisions/0017-vm-labels.md).
+  vmLabels: ours(
+    str(
+      'harvester-vm-labels',
+      'HARVESTER_VM_LABELS',
+      "labels for the machine's VM and its pod (load balancer and affinity selectors): key=value,key2=value2 or a JSON object",
+    ),
+  ),
+  vmAnnotations: ours(
+    str(
+      'harvester-vm-annotations',
+      'HARVESTER_VM_ANNOTATIONS',
+      "annotations for the machine's VM and its pod: key=value,key2=value2 or a JSON object (for values with commas)",
+    ),
+  ),
 } as const satisfies Record<string, FlagSpec>;
 
 export type FlagKey = keyof typeof FLAGS;

@@ -114,6 +114,9 @@ describe('flag table', () => {
         ['harvester-ip-network', 'HARVESTER_IP_NETWORK', 'string', ''],
         ['harvester-cloud-init-in-secret', 'HARVESTER_CLOUD_INIT_IN_SECRET', 'bool', false],
         ['harvester-host-device-info', 'HARVESTER_HOST_DEVICE_INFO', 'string', ''],
+        ['harvester-ip-pool-info', 'HARVESTER_IP_POOL_INFO', 'string', ''],
+        ['harvester-vm-labels', 'HARVESTER_VM_LABELS', 'string', ''],
+        ['harvester-vm-annotations', 'HARVESTER_VM_ANNOTATIONS', 'string', ''],
       ],
     );
   });

@@ -19,6 +19,7 @@ import {
   type HarvesterMachineOptions,
 } from './config.js';
 import { FLAGS } from './flags.js';
+import { renderOptions, STRUCTURED_OPTIONS, type StructuredOption } from './saved-options.js';
 import type { GoDriverConfig } from '../harvester/go-config.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 
@@ -212,16 +213,8 @@ function renderObject(kind: FieldKind, value: unknown): string {
           d.deviceName ? { name: d.name, deviceName: d.deviceName } : { name: d.name },
         ),
       });
-    case 'options': {
-      const o = value as HarvesterMachineOptions;
-      return goJson({
-        CreateTimeoutSeconds: o.CreateTimeoutSeconds,
-        IPTimeoutSeconds: o.IPTimeoutSeconds,
-        RemoveTimeoutSeconds: o.RemoveTimeoutSeconds,
-        IPNetwork: o.IPNetwork,
-        CloudInitInSecret: o.CloudInitInSecret,
-      });
-    }
+    case 'options':
+      return goJson(renderOptions(value as HarvesterMachineOptions));
     case 'string':
     case 'int':
     case 'bool':
@@ -277,7 +270,15 @@ function decodeOptions(
   const obj = raw as Record<string, unknown>;
   for (const key of Object.keys(next) as Array<keyof HarvesterMachineOptions>) {
     const v = obj[key];
-    if (v === undefined || v === null) continue;
+    if (v === undefined) continue;
+    const structured = STRUCTURED_OPTIONS[key as StructuredOption];
+    if (structured) {
+      const decoded = structured(v);
+      if (decoded === undefined) problems.push(`HarvesterMachine.${key} has the wrong shape`);
+      else (next as Record<string, unknown>)[key] = decoded.value;
+      continue;
+    }
+    if (v === null) continue;
     if (typeof v !== typeof next[key] || (typeof v === 'number' && !Number.isInteger(v))) {
       problems.push(`HarvesterMachine.${key} has the wrong type`);
       continue;

@@ -127,12 +127,71 @@ describe('config.json driver object', () => {
       RemoveTimeoutSeconds: 60,
       IPNetwork: 'default/vlan2',
       CloudInitInSecret: false,
+      IPPoolInfo: null,
+      VMLabels: {},
+      VMAnnotations: {},
+      FixedAddress: null,
     });
     assert.ok(
       serializeSavedConfig(saved).includes(
         '"HarvesterMachine":{"IPNetwork":"default/vlan2","RemoveTimeoutSeconds":60}',
       ),
     );
+  });
+
+  it('round-trips the address pool, the labels, the annotations and the address taken', () => {
+    const options = {
+      CreateTimeoutSeconds: 600,
+      IPTimeoutSeconds: 600,
+      RemoveTimeoutSeconds: 600,
+      IPNetwork: '',
+      CloudInitInSecret: false,
+      IPPoolInfo: {
+        network: 'default/vlan100',
+        interface: '',
+        range: '192.168.100.10-192.168.100.12',
+        cidr: '',
+        exclude: ['192.168.100.11'],
+        prefix: 24,
+        gateway: '192.168.100.1',
+        dns: ['192.168.100.1'],
+      },
+      VMLabels: { app: 'web', 'example.com/tier': 'front' },
+      VMAnnotations: { 'example.com/note': 'a, b=c' },
+      FixedAddress: {
+        address: '192.168.100.10',
+        prefix: 24,
+        interface: 'nic-0',
+        mac: '02:11:22:33:44:55',
+        network: 'default/vlan100',
+        source: 'pool' as const,
+        holder: 'hm-ip-0123456789-192-168-100-10',
+      },
+    };
+    const first = serializeSavedConfig(
+      savedConfigFor({ ...newDriverConfig('m'), HarvesterMachine: options }),
+    );
+    const read = parseSavedConfig(first);
+    assert.deepEqual(read.driver.HarvesterMachine, options);
+    assert.equal(serializeSavedConfig(read), first, 'written back byte for byte');
+    // rancher-machine hands the indented object back; the same options come out of it.
+    const indented = JSON.stringify(JSON.parse(first), null, 4);
+    assert.deepEqual(parseSavedConfig(indented).driver.HarvesterMachine, options);
+  });
+
+  it('refuses saved options of the wrong shape, naming them', () => {
+    for (const [json, key] of [
+      ['{"HarvesterMachine":{"IPPoolInfo":{"network":7}}}', 'IPPoolInfo'],
+      ['{"HarvesterMachine":{"VMLabels":{"a":1}}}', 'VMLabels'],
+      ['{"HarvesterMachine":{"VMAnnotations":["a"]}}', 'VMAnnotations'],
+      ['{"HarvesterMachine":{"FixedAddress":{"address":"1.2.3.4"}}}', 'FixedAddress'],
+    ] as const) {
+      assert.throws(
+        () => parseSavedConfig(json),
+        (err: unknown) => err instanceof SavedConfigError && err.message.includes(`HarvesterMachine.${key}`),
+        json,
+      );
+    }
   });
 
   it('rejects wrong types, naming the field and not the value', () => {

@@ -2,11 +2,13 @@
 // it touches, every call through the one KubeClient, and a rejected credential turned
 // into CredentialRejectedError at this single place (so no operation can forget it).
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
-import { KubeError } from '../kube/errors.js';
+import type { KubeconfigTrust } from '../kube/credential-content.js';
+import { isCredentialRejected, isNotFound } from '../kube/errors.js';
 import {
   Resources,
   describeOperation,
   resourcePath,
+  resourceType,
   type KubeObject,
   type ResourceType,
 } from '../kube/resources.js';
@@ -18,7 +20,22 @@ import type {
   VirtualMachineInstance,
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
+import type { ConfigMapObject } from '../harvester/address-claims.js';
+import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
 import { credentialRejected, type CredentialSource } from './credential-error.js';
+
+/** Harvester's vm-dhcp-controller add-on (docs/upstream/vm-dhcp-controller.md#resources). */
+export const VmDhcpResources = {
+  ipPool: resourceType('network.harvesterhci.io', 'v1alpha1', 'ippools', 'IPPool'),
+  networkConfig: resourceType(
+    'network.harvesterhci.io',
+    'v1alpha1',
+    'virtualmachinenetworkconfigs',
+    'VirtualMachineNetworkConfig',
+  ),
+} as const;
+
+export type ConfigMap = ConfigMapObject & KubeObject;
 
 export type VmAction = 'start' | 'stop' | 'restart';
 
@@ -62,7 +79,7 @@ export class HarvesterApi {
   static fromKubeconfig(
     content: string,
     source: CredentialSource,
-    options: KubeClientOptions = {},
+    options: KubeClientOptions & { trust?: KubeconfigTrust } = {},
   ): HarvesterApi {
     return new HarvesterApi(KubeClient.fromKubeconfig(content, options), source);
   }
@@ -76,8 +93,7 @@ export class HarvesterApi {
     try {
       return await call();
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'CredentialRejected')
-        throw credentialRejected(err, this.source, new Date(), this.changes);
+      if (isCredentialRejected(err)) throw credentialRejected(err, this.source, new Date(), this.changes);
       throw err;
     }
   }
@@ -130,6 +146,76 @@ export class HarvesterApi {
 
   findNetwork(namespace: string, name: string): Promise<KubeObject | undefined> {
     return this.guard(() => this.client.find(Resources.networkAttachmentDefinition, { namespace, name }));
+  }
+
+  /** A vm-dhcp-controller IPPool; undefined when absent (or the add-on is not installed). */
+  async findVmDhcpIpPool(namespace: string, name: string): Promise<(VmDhcpIpPool & KubeObject) | undefined> {
+    try {
+      return await this.guard(() =>
+        this.client.find<VmDhcpIpPool & KubeObject>(VmDhcpResources.ipPool, { namespace, name }),
+      );
+    } catch (err) {
+      // find() answers undefined for a missing object; a missing resource type is a 404 too.
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  findVmNetworkConfig(namespace: string, name: string): Promise<(VmNetworkConfig & KubeObject) | undefined> {
+    return this.guard(() =>
+      this.client.find<VmNetworkConfig & KubeObject>(VmDhcpResources.networkConfig, { namespace, name }),
+    );
+  }
+
+  /** The namespace's ConfigMaps with these labels (the address claims). */
+  async listConfigMaps(namespace: string, labelSelector: string): Promise<ConfigMap[]> {
+    return (
+      await this.guard(() => this.client.list<ConfigMap>(Resources.configMap, { namespace, labelSelector }))
+    ).items;
+  }
+
+  findConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
+    return this.guard(() => this.client.find<ConfigMap>(Resources.configMap, { namespace, name }));
+  }
+
+  createConfigMap(cm: ConfigMapObject): Promise<ConfigMap> {
+    return this.write(`created ConfigMap ${ref(cm.metadata)}`, () =>
+      this.client.create<ConfigMap>(Resources.configMap, cm as ConfigMap),
+    );
+  }
+
+  /** Sets the owner references, only on the version read (a Conflict otherwise). */
+  setConfigMapOwner(
+    cm: ConfigMap,
+    owners: NonNullable<KubeObject['metadata']['ownerReferences']>,
+  ): Promise<ConfigMap> {
+    const { namespace, name, resourceVersion } = cm.metadata;
+    return this.write(`set the owner of ConfigMap ${ref(cm.metadata)}`, () =>
+      this.client.patch<ConfigMap>(
+        Resources.configMap,
+        { namespace: namespace ?? '', name: name ?? '' },
+        { metadata: { resourceVersion, ownerReferences: owners } },
+      ),
+    );
+  }
+
+  /** Deletes only the ConfigMap read (uid, and resourceVersion when given); false when already gone. */
+  deleteConfigMap(cm: ConfigMap, options: { sameVersion?: boolean } = {}): Promise<boolean> {
+    const { namespace, name, uid, resourceVersion } = cm.metadata;
+    const preconditions = {
+      ...(uid ? { uid } : {}),
+      ...(options.sameVersion && resourceVersion ? { resourceVersion } : {}),
+    };
+    return this.write(
+      `deleted ConfigMap ${ref(cm.metadata)}`,
+      () =>
+        this.client.delete(
+          Resources.configMap,
+          { namespace: namespace ?? '', name: name ?? '' },
+          Object.keys(preconditions).length > 0 ? { preconditions } : {},
+        ),
+      (deleted) => deleted,
+    );
   }
 
   findStorageClass(name: string): Promise<KubeObject | undefined> {

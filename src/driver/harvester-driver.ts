@@ -21,6 +21,7 @@ import {
   type SavedConfig,
 } from './go-json.js';
 import { HarvesterApi } from './harvester-api.js';
+import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import type { FlagValues, McnFlag, MachineDriver, MachineState } from './machine-driver.js';
 import type { OperationContext, ProgressEvent } from './operations/context.js';
@@ -33,7 +34,7 @@ import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import type { RemovalPlan } from '../harvester/removal-plan.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
 import type { ObjectMeta } from '../harvester/types.js';
-import { KubeError } from '../kube/errors.js';
+import { isKubeError } from '../kube/errors.js';
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 
@@ -50,6 +51,12 @@ export interface HarvesterDriverOptions {
   progressIntervalMs?: number;
   /** Client tuning (request deadline, retries, request counting). */
   clientOptions?: KubeClientOptions;
+  /**
+   * Whose the kubeconfig content (flag, environment, saved config) is. The plugin's is a
+   * cloud credential's, Rancher's tenants' input: inline credentials only (the default). The
+   * CLI's is its operator's own, which it checks itself where it is a credential's.
+   */
+  kubeconfigTrust?: KubeconfigTrust;
 }
 
 export class HarvesterDriver implements MachineDriver {
@@ -60,8 +67,10 @@ export class HarvesterDriver implements MachineDriver {
   private readonly argv: readonly string[];
   private readonly env: Readonly<Record<string, string | undefined>>;
   private readonly log: Logger;
+  private readonly trust: KubeconfigTrust;
 
   constructor(private readonly options: HarvesterDriverOptions = {}) {
+    this.trust = options.kubeconfigTrust ?? 'credential';
     this.argv = options.argv ?? [];
     this.env = options.env ?? {};
     this.log = options.logger ?? createLogger();
@@ -101,7 +110,7 @@ export class HarvesterDriver implements MachineDriver {
   }
 
   setConfigFromFlags(values: FlagValues): void {
-    this.saved = { ...this.saved, driver: configFromFlags(values, this.saved.driver) };
+    this.saved = { ...this.saved, driver: configFromFlags(values, this.saved.driver, this.trust) };
     this.source = 'flags';
   }
 
@@ -196,8 +205,7 @@ export class HarvesterDriver implements MachineDriver {
         ]);
         return { loadBalancers, vms, serverVersion: setting?.value || setting?.default || undefined };
       } catch (err) {
-        if (err instanceof KubeError && (err.kind === 'Forbidden' || err.kind === 'NotFound'))
-          return { notListed: err.message };
+        if (isKubeError(err, 'Forbidden', 'NotFound')) return { notListed: err.message };
         throw err;
       }
     });
@@ -231,7 +239,10 @@ export class HarvesterDriver implements MachineDriver {
       // A saved config.json skipped the flag checks: say which setting is broken rather than
       // let the client's loader fail with "the kubeconfig has no current cluster".
       const flag = cliName(FLAGS.kubeconfigContent);
-      const problems = loaded.content ? kubeconfigProblems(loaded.content) : [];
+      // Content handed to the driver is checked by its trust before anything reads it; files
+      // found by client-go's rules (no content given) are the operator's own.
+      const trust = 'kubeConfig' in loaded ? 'operator' : this.trust;
+      const problems = loaded.content ? kubeconfigProblems(loaded.content, trust) : [];
       if (problems.length > 0) {
         throw new ConfigError(problems.map((p) => ({ flag, message: `${flag}: the kubeconfig ${p}` })));
       }
@@ -239,7 +250,7 @@ export class HarvesterDriver implements MachineDriver {
       this.api =
         'kubeConfig' in loaded && loaded.content === undefined
           ? new HarvesterApi(KubeClient.fromLoaded(loaded, this.options.clientOptions), this.source)
-          : HarvesterApi.fromKubeconfig(content, this.source, this.options.clientOptions);
+          : HarvesterApi.fromKubeconfig(content, this.source, { ...this.options.clientOptions, trust });
       this.apiKubeconfig = content;
     }
     return this.api;
@@ -281,6 +292,7 @@ export class HarvesterDriver implements MachineDriver {
       api: this.harvesterApi().forOperation(),
       log: this.log,
       sshKeyPath: this.getSSHKeyPath(),
+      kubeconfigTrust: this.trust,
       ...(this.options.progress ? { progress: this.options.progress } : {}),
       ...(this.options.progressIntervalMs !== undefined
         ? { progressIntervalMs: this.options.progressIntervalMs }

@@ -5,32 +5,16 @@
 // acted on): docs/upstream/harvester-host-devices.md#claims-and-passthrough.
 // The decision refuses only what cannot work; what it cannot see (VMs of other namespaces,
 // a list the credential may not read) never causes a refusal.
+import type { PciDevice, PciDeviceClaim, UsbDevice } from '../api/harvester.js';
+import type { ObjectMeta } from '../api/meta.js';
 import type { GoHostDeviceInfo } from './go-config.js';
 
 export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDetails';
 
-interface Meta {
-  name?: string;
-  namespace?: string;
-  deletionTimestamp?: string;
-  annotations?: Record<string, string>;
-}
+export type { PciDevice, PciDeviceClaim, UsbDevice } from '../api/harvester.js';
 
-export interface PciDevice {
-  metadata: Meta;
-  status?: { address?: string; nodeName?: string; resourceName?: string; description?: string };
-}
-export interface PciDeviceClaim {
-  metadata: Meta;
-  spec?: { address?: string; nodeName?: string; userName?: string };
-  status?: { passthroughEnabled?: boolean };
-}
-export interface UsbDevice {
-  metadata: Meta;
-  status?: { nodeName?: string; resourceName?: string; description?: string; enabled?: boolean };
-}
 export interface DeviceUsingVm {
-  metadata: Meta;
+  metadata: ObjectMeta;
   spec?: {
     template?: {
       spec?: { domain?: { devices?: { hostDevices?: Array<{ name?: string; deviceName?: string }> } } };
@@ -66,7 +50,7 @@ interface Candidate {
 }
 
 const MAX_LISTED = 10;
-const vmRef = (m: Meta): string => `${m.namespace ?? ''}/${m.name ?? ''}`;
+const vmRef = (m: ObjectMeta): string => `${m.namespace ?? ''}/${m.name ?? ''}`;
 
 /** Device object name → the VM using it: Harvester's allocation record, or a VM naming it. */
 function devicesInUse(vms: readonly DeviceUsingVm[], self: string): Map<string, string> {
@@ -110,7 +94,7 @@ function pciCandidates(inv: DeviceInventory, used: ReadonlyMap<string, string>):
     const node = d.status?.nodeName ?? '';
     // The UI's match: a claim for this node and PCI address (its name is the device's by convention).
     const claim = claims.find((c) => c.spec?.nodeName === node && c.spec?.address === d.status?.address);
-    const name = d.metadata.name ?? '';
+    const name = d.metadata.name;
     const usedBy = used.get(name);
     return {
       kind: 'PCI',
@@ -130,7 +114,7 @@ function usbCandidates(
   usbUsed: ReadonlyMap<string, string>,
 ): Candidate[] {
   return (inv.usbDevices ?? []).map((d): Candidate => {
-    const name = d.metadata.name ?? '';
+    const name = d.metadata.name;
     const resourceName = d.status?.resourceName ?? '';
     const usedBy = used.get(name) ?? usbUsed.get(resourceName);
     return {

@@ -24,7 +24,7 @@ function pci(node: string, address: string, resourceName: string): PciDevice {
 /** The claim Harvester's UI makes to enable passthrough (name = the device's). */
 function claim(device: PciDevice, enabled: boolean, userName = 'admin'): PciDeviceClaim {
   return {
-    metadata: { name: device.metadata.name ?? '' },
+    metadata: { name: device.metadata.name },
     spec: { address: device.status?.address ?? '', nodeName: device.status?.nodeName ?? '', userName },
     status: { passthroughEnabled: enabled },
   };

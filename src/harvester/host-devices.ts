@@ -7,6 +7,7 @@
 // (docs/upstream/harvester-host-devices.md#what-a-vm-needs).
 import { entries, field, parseJsonObject, vgpuDeviceNames, type Parsed } from './disk-network-info.js';
 import type { GoHostDeviceInfo, GoVGPUInfo } from './go-config.js';
+import { parseHarvesterVersion } from './load-balancers.js';
 import type { HostDevice } from './types.js';
 
 export const HOST_DEVICE_INFO_EXAMPLE =
@@ -80,6 +81,42 @@ export function hostDeviceInfoProblems(info: GoHostDeviceInfo, vgpu: GoVGPUInfo 
       const bad = resourceNameProblem(d.deviceName);
       if (bad) problems.push(`${where}.deviceName "${d.deviceName}" ${bad}`);
     }
+  });
+  return problems;
+}
+
+/** libvirt's characters for a user alias (`ua-hostdevice-<name>`, which virt-launcher gives each device). */
+const LIBVIRT_ALIAS = /^[A-Za-z0-9_-]+$/;
+/** The first Harvester whose VMI mutator encodes other host-device names (base32, unpadded). */
+export const HARVESTER_ENCODES_DEVICE_NAMES_SINCE = 'v1.8.0';
+
+function encodesDeviceNames(serverVersion: string | undefined): boolean {
+  const v = parseHarvesterVersion(serverVersion);
+  if (!v || v.prerelease) return false;
+  return v.major > 1 || (v.major === 1 && v.minor >= 8);
+}
+
+/**
+ * Names libvirt would refuse on this Harvester (docs/upstream/harvester-kubevirt.md#host-devices-and-vgpus):
+ * KubeVirt checks no host-device name and passes it to libvirt as the alias
+ * `ua-hostdevice-<name>`, whose characters libvirt limits to letters, digits, "_" and "-".
+ * Harvester from v1.8.0 encodes any other name before the VM starts; before it (or when the
+ * version is not a release) such a VM never starts, and the create waits to its timeout.
+ * Neither limits the length.
+ */
+export function hostDeviceNameProblems(info: GoHostDeviceInfo, serverVersion: string | undefined): string[] {
+  if (encodesDeviceNames(serverVersion)) return [];
+  const problems: string[] = [];
+  info.hostDevices.forEach((d, i) => {
+    if (d.name === '' || LIBVIRT_ALIAS.test(d.name)) return;
+    const shown = d.name.length > 64 ? `${d.name.slice(0, 64)}…` : d.name;
+    const bad = [...new Set([...d.name].filter((c) => !/[A-Za-z0-9_-]/.test(c)))]
+      .slice(0, 5)
+      .map((c) => (c === ' ' ? 'a space' : JSON.stringify(c)))
+      .join(', ');
+    problems.push(
+      `hostDevices[${i}].name ${JSON.stringify(shown)} holds ${bad}: Harvester ${serverVersion ?? '(version unknown)'} passes it to libvirt as the device alias ua-hostdevice-<name>, where libvirt takes only letters, digits, "_" and "-", so the VM would never start; rename it (Harvester ${HARVESTER_ENCODES_DEVICE_NAMES_SINCE} and later encode such names)`,
+    );
   });
   return problems;
 }

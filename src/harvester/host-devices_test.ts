@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newGoDriverConfig, type GoDriverConfig } from './go-config.js';
-import { hostDeviceInfoProblems, parseHostDeviceInfo } from './host-devices.js';
+import { hostDeviceInfoProblems, hostDeviceNameProblems, parseHostDeviceInfo } from './host-devices.js';
 import { planRemoval } from './removal-plan.js';
 import { pvc, pvcVolume, vmWith } from './testing/fixtures.js';
 import { buildVirtualMachine, type VmBuildContext } from './vm-spec.js';
@@ -117,6 +117,37 @@ describe('--harvester-host-device-info checks', () => {
     assert.match(bad[0] ?? '', /hostDevices\[0\]\.deviceName is required/);
     assert.match(bad[1] ?? '', /hostDevices\[1\]\.deviceName "0000:3b:00.0" must be a device resource name/);
     assert.match(bad[4] ?? '', /kubernetes\.io\/ is reserved/);
+  });
+});
+
+describe('host-device names libvirt would refuse', () => {
+  const named = (...names: string[]) => ({
+    hostDevices: names.map((name) => ({ name, deviceName: 'nvidia.com/TU104GL_TESLA_T4' })),
+  });
+  it('refuses "/", ".", a space and other characters before Harvester v1.8.0, naming the field', () => {
+    const problems = hostDeviceNameProblems(
+      named('ok_name-1', 'a/b', 'node.example.com-0000af000', 'a b'),
+      'v1.7.1',
+    );
+    assert.equal(problems.length, 3, problems.join('\n'));
+    assert.match(
+      problems[0] ?? '',
+      /^hostDevices\[1\]\.name "a\/b" holds "\/": Harvester v1\.7\.1 passes it to libvirt/,
+    );
+    assert.match(problems[1] ?? '', /^hostDevices\[2\]\.name "node\.example\.com-0000af000" holds "\."/);
+    assert.match(problems[2] ?? '', /^hostDevices\[3\]\.name "a b" holds a space/);
+    // A version that is no release (or a pre-release of v1.8.0) is taken as one without the encoding.
+    assert.equal(hostDeviceNameProblems(named('a.b'), 'v1.8.0-rc3').length, 1);
+    assert.equal(hostDeviceNameProblems(named('a.b'), undefined).length, 1);
+  });
+  it('accepts them from v1.8.0 on (its VMI mutator encodes them), and any length (neither KubeVirt nor libvirt limits it)', () => {
+    assert.deepEqual(hostDeviceNameProblems(named('a/b', 'a.b', 'a b'), 'v1.8.0'), []);
+    assert.deepEqual(hostDeviceNameProblems(named('a/b'), 'v1.9.2'), []);
+    assert.deepEqual(hostDeviceNameProblems(named('x'.repeat(200)), 'v1.7.1'), []);
+  });
+  it('quotes a long name cut to 64 characters', () => {
+    const [p] = hostDeviceNameProblems(named(`${'x'.repeat(100)}.`), 'v1.7.1');
+    assert.ok(p && p.includes(`"${'x'.repeat(64)}…"`), p);
   });
 });
 

@@ -202,9 +202,7 @@ export function decideLoadBalancerCleanup(input: {
     .filter(
       (v) => v.metadata.namespace === namespace && v.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === cluster,
     )
-    .map(
-      (v) => `${namespace}/${v.metadata.name ?? ''}${v.metadata.deletionTimestamp ? ' (being deleted)' : ''}`,
-    );
+    .map((v) => `${namespace}/${v.metadata.name}${v.metadata.deletionTimestamp ? ' (being deleted)' : ''}`);
   if (vms.length > 0)
     return {
       action: 'wait',
@@ -272,7 +270,7 @@ export function lbClassifyContext(vms: readonly VmLike[], now: Date, minAgeMs: n
   for (const vm of vms) {
     const cluster = vm.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME];
     if (cluster === undefined) continue;
-    const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name ?? ''}${vm.metadata.deletionTimestamp ? ' (being deleted)' : ''}`;
+    const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name}${vm.metadata.deletionTimestamp ? ' (being deleted)' : ''}`;
     clusterVms.set(cluster, [...(clusterVms.get(cluster) ?? []), ref]);
     const ns = vm.metadata.namespace ?? '';
     namespaceVms.set(ns, [...(namespaceVms.get(ns) ?? []), ref]);

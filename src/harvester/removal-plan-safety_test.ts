@@ -156,8 +156,8 @@ function vmiArb(w: World, template: Volume[]): fc.Arbitrary<VirtualMachineInstan
   const withStatus = (volumes: Volume[]): fc.Arbitrary<VirtualMachineInstance> =>
     fc.uniqueArray(statusEntry(volumes), { maxLength: 4, selector: (s) => s.name }).map((volumeStatus) => ({
       metadata: { name: w.vmName, namespace: w.namespaces[0] ?? '' },
-      spec: { volumes },
-      status: { phase: 'Running', volumeStatus },
+      spec: { domain: { devices: {} }, volumes },
+      status: { phase: 'Running' as const, volumeStatus },
     }));
   return fc.option(
     fc.oneof(
@@ -188,6 +188,7 @@ function pvcArb(w: World, namespaces = w.namespaces): fc.Arbitrary<PersistentVol
             : { [`${LABEL_GUEST_CLUSTER_NAME}-old`]: noise, 'cluster.x-k8s.io/cluster-name': noise }),
         },
       },
+      spec: {},
     }));
 }
 
@@ -417,6 +418,7 @@ describe('planRemoval: the cases the properties found', () => {
     const vmi: VirtualMachineInstance = {
       metadata: { name: 'm1', namespace: 'default' },
       spec: {
+        domain: { devices: {} },
         volumes: [
           { name: 'disk-0', persistentVolumeClaim: { claimName: 'boot' } },
           { name: 'data', persistentVolumeClaim: { claimName: 'workload' } },
@@ -438,6 +440,7 @@ describe('planRemoval: the cases the properties found', () => {
       vmi,
       pvcsInNamespace: ['boot', 'new-claim', 'workload'].map((name) => ({
         metadata: { name, namespace: 'default' },
+        spec: {},
       })),
       vmsInNamespace: [],
       removeAll: false,

@@ -65,6 +65,16 @@ export interface VmBuildContext {
   imageStorageClass: (imageId: string) => string | undefined;
   /** --harvester-cloud-init-in-secret. */
   cloudInitInSecret?: boolean;
+  /** MACs pinned per interface (nic-<i>), over the ones --harvester-network-info gives. */
+  macAddresses?: Readonly<Record<string, string>>;
+  /** Network data in place of cfg.NetworkData (a fixed address's: fixed-network-data.ts). */
+  networkData?: string;
+  /** --harvester-vm-labels: on the VM and its template; checked before (user-metadata.ts). */
+  userLabels?: Readonly<Record<string, string>>;
+  /** --harvester-vm-annotations: on the VM and its template. */
+  userAnnotations?: Readonly<Record<string, string>>;
+  /** The driver's own annotations on the VM (the fixed address it holds). */
+  vmAnnotations?: Readonly<Record<string, string>>;
 }
 
 export interface BuiltVirtualMachine {
@@ -207,7 +217,7 @@ function diskParts(cfg: GoDriverConfig, ctx: VmBuildContext): DiskParts {
     parts.disks.push(disk);
 
     const claimName = pvcName(cfg.MachineName, d.name, ctx.random());
-    const template: PersistentVolumeClaim = { metadata: { name: claimName } };
+    const template: PersistentVolumeClaim = { metadata: { name: claimName }, spec: {} };
     let storageClassName = d.storageClassName;
     if (d.imageName !== '') {
       const image = namespacedName(d.imageName, cfg.VMNamespace);
@@ -236,10 +246,14 @@ function diskParts(cfg: GoDriverConfig, ctx: VmBuildContext): DiskParts {
   return parts;
 }
 
-function nicParts(cfg: GoDriverConfig): { interfaces: Interface[]; networks: Network[] } {
+function nicParts(
+  cfg: GoDriverConfig,
+  pinned: Readonly<Record<string, string>> = {},
+): { interfaces: Interface[]; networks: Network[] } {
   const interfaces: Interface[] = [];
   const networks: Network[] = [];
-  for (const n of nicRequests(cfg)) {
+  for (const request of nicRequests(cfg)) {
+    const n = { ...request, macAddress: pinned[request.name] ?? request.macAddress };
     const iface: Interface = { name: n.name, model: n.model };
     // Harvester's builder: "bridge" is a bridge, any other type is masquerade.
     if (n.type === 'bridge') iface.bridge = {};
@@ -261,7 +275,8 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
     throw new VmSpecError(`invalid number of CPU cores: ${cfg.CPU}`);
   const name = cfg.MachineName;
   const namespace = cfg.VMNamespace;
-  const labels = vmLabels(cfg);
+  // The operator's labels first: the driver's own always win (the checks refuse their keys anyway).
+  const labels = { ...ctx.userLabels, ...vmLabels(cfg) };
   const machineSet = labels[LABEL_MACHINE_SET_NAME] ?? '';
 
   const userData = assembleUserData({
@@ -276,16 +291,16 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
     vmName: name,
     namespace,
     userData,
-    networkData: cfg.NetworkData,
+    networkData: ctx.networkData ?? cfg.NetworkData,
     // A password inline would be readable by anyone who may read the VM (and in its history).
     alwaysInSecret: (ctx.cloudInitInSecret ?? false) || cfg.SSHPassword !== '',
     labels: { [LABEL_CREATOR]: CREATOR, [LABEL_VM_NAME]: name },
   });
 
   const { disks, volumes, claimTemplates } = diskParts(cfg, ctx);
-  const { interfaces, networks } = nicParts(cfg);
+  const { interfaces, networks } = nicParts(cfg, ctx.macAddresses);
 
-  const annotations: Record<string, string> = {};
+  const annotations: Record<string, string> = { ...ctx.userAnnotations, ...ctx.vmAnnotations };
   if (cfg.ReservedMemorySize !== '') annotations[ANNOTATION_RESERVED_MEMORY] = cfg.ReservedMemorySize;
   annotations[ANNOTATION_VOLUME_CLAIM_TEMPLATES] = JSON.stringify(claimTemplates);
 
@@ -299,6 +314,7 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
         metadata: {
           labels: { ...labels },
           annotations: {
+            ...ctx.userAnnotations,
             [ANNOTATION_SSH_NAMES]: JSON.stringify(cfg.KeyPairName !== '' ? [cfg.KeyPairName] : []),
             [ANNOTATION_WAIT_FOR_LEASE_INTERFACE_NAMES]: '[]',
           },

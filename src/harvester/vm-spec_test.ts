@@ -384,3 +384,57 @@ describe('buildVirtualMachine', () => {
     }
   });
 });
+
+describe('VM spec: fixed address, labels and annotations of the pool', () => {
+  it('pins the MACs given, over network-info’s, and takes the network data given', () => {
+    const cfg = exampleConfig({
+      NetworkName: '',
+      NetworkInfo: {
+        interfaces: [
+          { networkName: 'default/mgmt', macAddress: '52:54:00:00:00:01', model: '', type: '' },
+          { networkName: 'default/vlan100', macAddress: '', model: '', type: '' },
+        ],
+      },
+      NetworkData: 'version: 1\nconfig: []\n',
+    });
+    const { vm } = buildVirtualMachine(
+      cfg,
+      context({ macAddresses: { 'nic-1': '02:00:00:00:00:02' }, networkData: 'version: 2\nethernets: {}\n' }),
+    );
+    const interfaces = vm.spec.template.spec.domain.devices.interfaces;
+    assert.deepEqual(
+      (interfaces ?? []).map((i) => [i.name, i.macAddress]),
+      [
+        ['nic-0', '52:54:00:00:00:01'],
+        ['nic-1', '02:00:00:00:00:02'],
+      ],
+    );
+    const cloudInit = (vm.spec.template.spec.volumes ?? []).find((v) => v.cloudInitNoCloud)?.cloudInitNoCloud;
+    assert.equal(cloudInit?.networkData, 'version: 2\nethernets: {}\n');
+  });
+
+  it('puts the operator’s labels on the VM and its template, and the annotations on both, the driver’s winning', () => {
+    const { vm } = buildVirtualMachine(
+      exampleConfig(),
+      context({
+        userLabels: { app: 'web', 'example.com/tier': 'front' },
+        userAnnotations: { 'example.com/note': 'a, b' },
+        vmAnnotations: { 'harvester-machine.io/fixed-address': '{}' },
+      }),
+    );
+    for (const labels of [vm.metadata.labels, vm.spec.template.metadata?.labels]) {
+      assert.equal(labels?.['app'], 'web');
+      assert.equal(labels?.['example.com/tier'], 'front');
+      assert.equal(labels?.['harvesterhci.io/creator'], 'docker-machine-driver-harvester');
+    }
+    assert.equal(vm.metadata.annotations?.['example.com/note'], 'a, b');
+    assert.equal(vm.metadata.annotations?.['harvester-machine.io/fixed-address'], '{}');
+    assert.equal(vm.spec.template.metadata?.annotations?.['example.com/note'], 'a, b');
+    assert.equal(vm.spec.template.metadata?.annotations?.['harvesterhci.io/sshNames'], '[]');
+    const overriding = buildVirtualMachine(
+      exampleConfig(),
+      context({ userLabels: { 'harvesterhci.io/vmName': 'x' } }),
+    ).vm;
+    assert.equal(overriding.metadata.labels?.['harvesterhci.io/vmName'], 'mycluster-pool1-7f8d9c5b6-x2v9q');
+  });
+});

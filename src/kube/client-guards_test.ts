@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { isCredentialRejected, isKubeError, KubeError } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
 
 const answers: number[] = [];
@@ -57,13 +57,13 @@ describe('KubeClient guards', () => {
     const refusals = [
       client.get(Resources.virtualMachine, at),
       client.find(Resources.virtualMachine, at),
-      client.update(Resources.virtualMachine, { metadata: { namespace: 'default' } }),
+      client.update(Resources.virtualMachine, { metadata: { namespace: 'default', name: '' } }),
       client.patch(Resources.virtualMachine, at, { metadata: {} }),
       client.delete(Resources.virtualMachine, at),
     ];
     for (const refusal of refusals) {
       await assert.rejects(refusal, (err: unknown) => {
-        assert.ok(err instanceof KubeError && err.kind === 'BadRequest', String(err));
+        assert.ok(isKubeError(err, 'BadRequest'), String(err));
         assert.match(
           err.message,
           /virtualmachines\.kubevirt\.io default: no object name given \(refusing to address the whole collection\)$/,
@@ -79,7 +79,7 @@ describe('KubeClient guards', () => {
     await assert.rejects(
       client.get(Resources.secret, { namespace: 'default', name: 's' }),
       (err: unknown) => {
-        return err instanceof KubeError && err.kind === 'CredentialRejected';
+        return isCredentialRejected(err);
       },
     );
     assert.equal(seen.length, 1);

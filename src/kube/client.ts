@@ -2,13 +2,22 @@
 // bounded retries with backoff (honouring Retry-After), and classified errors.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describeCredential } from './credential.js';
-import { kubeConfigFromText, type LoadedKubeconfig } from './kubeconfig-loading.js';
-import { KubeError, isKubeError, isRetryable, type CredentialDescription } from './errors.js';
+import { kubeConfigFor, type KubeconfigTrust } from './credential-content.js';
+import type { LoadedKubeconfig } from './kubeconfig-loading.js';
+import {
+  ignoreNotFound,
+  isKubeError,
+  isNotFound,
+  isRetryable,
+  KubeError,
+  type CredentialDescription,
+} from './errors.js';
 import {
   apiVersionOf,
   describeOperation,
   resourcePath,
   type KubeObject,
+  type NewObject,
   type ObjectList,
   type ObjectPath,
   type ResourceType,
@@ -113,10 +122,19 @@ export class KubeClient {
     this.sleep = options.sleep ?? defaultSleep;
   }
 
-  /** A client for the current context of a kubeconfig given as YAML text. */
-  static fromKubeconfig(content: string, options: KubeClientOptions = {}): KubeClient {
+  /**
+   * A client for the current context of a kubeconfig given as YAML text. By default the text
+   * is someone else's (a cloud credential's): a field that names a file, a command or a
+   * proxy is refused before anything is read, run or sent (credential-content.ts). Content
+   * the operator wrote (their own file, the sandbox's) passes `trust: 'operator'`.
+   */
+  static fromKubeconfig(
+    content: string,
+    options: KubeClientOptions & { trust?: KubeconfigTrust } = {},
+  ): KubeClient {
     registerSecret(content);
-    return new KubeClient(kubeConfigFromText(content), options);
+    const { trust = 'credential', ...clientOptions } = options;
+    return new KubeClient(kubeConfigFor(content, trust), clientOptions);
   }
 
   /** A client for a kubeconfig loaded by client-go's rules (kubeconfig-loading.ts), in-cluster too. */
@@ -175,7 +193,7 @@ export class KubeClient {
    * whose connection broke mid-stream counts too.
    */
   private noteOutage(err: unknown): void {
-    if (err instanceof KubeError && (err.kind === 'Unreachable' || err.kind === 'ServerError')) {
+    if (isKubeError(err, 'Unreachable', 'ServerError')) {
       this.lastOutageAt = Date.now();
     }
   }
@@ -187,9 +205,7 @@ export class KubeClient {
   isTransient(err: unknown): boolean {
     if (isRetryable(err)) return true;
     return (
-      err instanceof KubeError &&
-      (err.kind === 'CredentialRejected' || err.kind === 'Forbidden') &&
-      Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
+      isKubeError(err, 'CredentialRejected', 'Forbidden') && Date.now() - this.lastOutageAt < STARTUP_GRACE_MS
     );
   }
 
@@ -216,12 +232,7 @@ export class KubeClient {
     type: ResourceType,
     at: { namespace?: string; name: string },
   ): Promise<T | undefined> {
-    try {
-      return await this.get<T>(type, at);
-    } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      throw err;
-    }
+    return this.get<T>(type, at).catch(ignoreNotFound);
   }
 
   list<T extends KubeObject>(type: ResourceType, opts: ListOptions = {}): Promise<ObjectList<T>> {
@@ -246,7 +257,7 @@ export class KubeClient {
    */
   async create<T extends KubeObject>(
     type: ResourceType,
-    obj: T,
+    obj: T | NewObject<T>,
     namespace = obj.metadata.namespace,
   ): Promise<T> {
     const at = namespace !== undefined ? { namespace } : {};
@@ -275,7 +286,7 @@ export class KubeClient {
   update<T extends KubeObject>(type: ResourceType, obj: T, subresource?: 'status'): Promise<T> {
     const at: ObjectPath = {
       ...(obj.metadata.namespace !== undefined ? { namespace: obj.metadata.namespace } : {}),
-      name: obj.metadata.name ?? '',
+      name: obj.metadata.name,
       ...(subresource ? { subresource } : {}),
     };
     const refused = nameless(describeOperation('update', type, at), at.name);
@@ -336,7 +347,7 @@ export class KubeClient {
       });
       return answer.kind === type.kind && 'metadata' in answer ? answer : 'deleted';
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return 'gone';
+      if (isNotFound(err)) return 'gone';
       throw err;
     }
   }

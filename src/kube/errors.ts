@@ -67,8 +67,32 @@ export class KubeError extends Error {
   }
 }
 
-export function isKubeError(err: unknown, kind?: KubeErrorKind): err is KubeError {
-  return err instanceof KubeError && (kind === undefined || err.kind === kind);
+/** A KubeError (of one of `kinds`, when any are named). */
+export function isKubeError(err: unknown, ...kinds: KubeErrorKind[]): err is KubeError {
+  return err instanceof KubeError && (kinds.length === 0 || kinds.includes(err.kind));
+}
+
+// The checks call sites make, named as apimachinery's errors package names them.
+export const isNotFound = (err: unknown): err is KubeError => isKubeError(err, 'NotFound');
+export const isConflict = (err: unknown): err is KubeError => isKubeError(err, 'Conflict');
+export const isAlreadyExists = (err: unknown): err is KubeError => isKubeError(err, 'AlreadyExists');
+export const isForbidden = (err: unknown): err is KubeError => isKubeError(err, 'Forbidden');
+export const isCredentialRejected = (err: unknown): err is KubeError =>
+  isKubeError(err, 'CredentialRejected');
+
+/**
+ * For a `.catch()` or a catch block: an object that is not there is no failure (as
+ * controller-runtime's client.IgnoreNotFound); anything else is thrown on.
+ */
+export function ignoreNotFound(err: unknown): undefined {
+  if (isNotFound(err)) return undefined;
+  throw err;
+}
+
+/** A create that met the object already there is no failure; anything else is thrown on. */
+export function ignoreAlreadyExists(err: unknown): undefined {
+  if (isAlreadyExists(err)) return undefined;
+  throw err;
 }
 
 const ANONYMOUS = /User "system:(anonymous|unauthenticated)"/;

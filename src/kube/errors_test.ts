@@ -4,7 +4,17 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KubeClient } from './client.js';
-import { KubeError, classifyStatus, parseStatusBody, type KubeErrorKind } from './errors.js';
+import {
+  KubeError,
+  classifyStatus,
+  ignoreAlreadyExists,
+  ignoreNotFound,
+  isConflict,
+  isKubeError,
+  isNotFound,
+  parseStatusBody,
+  type KubeErrorKind,
+} from './errors.js';
 import { Resources } from './resources.js';
 import { SCRIPTED_TOKEN, ScriptedServer, answerJson, secret, status } from './testing.js';
 
@@ -209,5 +219,28 @@ describe('error classification', () => {
     assert.equal(classifyStatus(403, undefined), 'Forbidden');
     assert.equal(classifyStatus(409, undefined), 'Conflict');
     assert.equal(classifyStatus(599, undefined), 'ServerError');
+  });
+});
+
+describe('the helpers call sites use', () => {
+  const notFound = new KubeError('NotFound', 'get secrets default/s', 'not found');
+  const conflict = new KubeError('Conflict', 'update secrets default/s', 'changed');
+
+  it('name one kind, or any of several; never a plain Error', () => {
+    assert.ok(isNotFound(notFound) && !isNotFound(conflict));
+    assert.ok(isConflict(conflict) && !isConflict(new Error('Conflict')));
+    assert.ok(isKubeError(conflict, 'NotFound', 'Conflict'));
+    assert.ok(!isKubeError(conflict, 'NotFound', 'AlreadyExists'));
+    assert.ok(isKubeError(conflict), 'any kind when none is named');
+  });
+
+  it('ignoreNotFound turns only a NotFound into undefined, through the client too', async () => {
+    assert.equal(ignoreNotFound(notFound), undefined);
+    assert.throws(() => ignoreNotFound(conflict), /changed/);
+    assert.throws(() => ignoreAlreadyExists(notFound), /not found/);
+    answers.push({ code: 404, body: status(404, 'NotFound', 'secrets "s" not found') });
+    assert.equal(await getSecret().catch(ignoreNotFound), undefined);
+    answers.push({ code: 409, body: status(409, 'Conflict', 'changed') });
+    await assert.rejects(getSecret().catch(ignoreNotFound), (err: unknown) => isConflict(err));
   });
 });

@@ -8,3 +8,5 @@ export { describeCredential, describeToken } from './credential.js';
 export * from './informer.js';
 export * from './work-queue.js';
 export { setUserAgentProgram, userAgent } from './user-agent.js';
+export { LeaseLock, microTime, type LeaderElectionRecord } from './lease.js';
+export * from './manager.js';

@@ -2,6 +2,7 @@
 // then a watch from its resourceVersion, resumed when it ends, relisted after 410 or an
 // error, so handlers see every change exactly as the cache does. Re-opening is paced by
 // watch-backoff.ts: errors and watches that end at once without events back off.
+import { formatKey, keyOf } from '../api/object-key.js';
 import type { KubeClient } from './client.js';
 import { isKubeError, isRetryable } from './errors.js';
 import type { KubeObject, ResourceType } from './resources.js';
@@ -40,8 +41,8 @@ interface WatchRound {
   error?: Error;
 }
 
-export const objectKey = (o: KubeObject): string =>
-  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata.name ?? '');
+/** The cache's own index: "namespace/name" (a Map needs a string). */
+const cacheKey = (o: KubeObject): string => formatKey(keyOf(o));
 
 export class Informer<T extends KubeObject> {
   private readonly cache = new Map<string, T>();
@@ -187,7 +188,7 @@ export class Informer<T extends KubeObject> {
     } while (next);
     const seen = new Set<string>();
     for (const obj of items) {
-      const key = objectKey(obj);
+      const key = cacheKey(obj);
       seen.add(key);
       const old = this.cache.get(key);
       this.cache.set(key, obj);
@@ -223,7 +224,7 @@ export class Informer<T extends KubeObject> {
         rv = event.object.metadata.resourceVersion ?? rv;
         if (event.type === 'BOOKMARK') return;
         const object = this.transform(event.object);
-        const key = objectKey(object);
+        const key = cacheKey(object);
         const old = this.cache.get(key);
         if (event.type === 'DELETED') {
           this.cache.delete(key);

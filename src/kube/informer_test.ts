@@ -5,12 +5,11 @@
 // ends cannot freeze it.
 import assert from 'node:assert/strict';
 import type http from 'node:http';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import type { KubeClient } from './client.js';
+import { beforeEach, describe, it } from 'node:test';
 import { Informer, type InformerEvent, type InformerOptions } from './informer.js';
 import { Resources, type KubeObject } from './resources.js';
 import {
-  ScriptedServer,
+  useScriptedServer,
   answerJson,
   secret,
   secretList,
@@ -21,24 +20,17 @@ import {
 import { createLogger } from '../log/logger.js';
 
 let script: (req: ScriptedRequest, res: http.ServerResponse) => void = () => undefined;
-let server: ScriptedServer;
-let client: KubeClient;
+const scripted = useScriptedServer((req, res) => script(req, res));
 const informers: Array<Informer<KubeObject>> = [];
-
-before(async () => {
-  server = await ScriptedServer.start((req, res) => script(req, res));
-  client = server.client();
-});
-after(() => server.close());
 beforeEach(async () => {
   for (const i of informers.splice(0)) await i.stop();
-  server.requests.length = 0;
+  scripted.server.requests.length = 0;
 });
 
 function informer(options: InformerOptions = {}): { informer: Informer<KubeObject>; seen: string[] } {
-  const i = new Informer<KubeObject>(client, Resources.secret, { namespace: 'default', ...options });
+  const i = new Informer<KubeObject>(scripted.client, Resources.secret, { namespace: 'default', ...options });
   const seen: string[] = [];
-  i.on((e: InformerEvent<KubeObject>) => seen.push(`${e.type} ${e.object.metadata.name ?? ''}`));
+  i.on((e: InformerEvent<KubeObject>) => seen.push(`${e.type} ${e.object.metadata.name}`));
   informers.push(i);
   return { informer: i, seen };
 }
@@ -66,10 +58,10 @@ describe('Informer', () => {
     };
     const { informer: i, seen } = informer();
     await i.start();
-    await server.arrival(2, isWatch, 'the second watch');
+    await scripted.server.arrival(2, isWatch, 'the second watch');
     assert.deepEqual(seen, ['ADDED a', 'ADDED b']);
-    assert.equal(server.watches()[1]?.query.get('resourceVersion'), '12');
-    assert.equal(server.lists().length, 1);
+    assert.equal(scripted.server.watches()[1]?.query.get('resourceVersion'), '12');
+    assert.equal(scripted.server.lists().length, 1);
     assert.deepEqual(
       i
         .list()
@@ -99,9 +91,9 @@ describe('Informer', () => {
     };
     const { informer: i, seen } = informer();
     await i.start();
-    await server.arrival(2, isWatch, 'the watch after the relist');
+    await scripted.server.arrival(2, isWatch, 'the watch after the relist');
     assert.deepEqual(seen, ['ADDED a', 'ADDED b', 'MODIFIED b', 'ADDED c', 'DELETED a']);
-    assert.equal(server.watches()[1]?.query.get('resourceVersion'), '20');
+    assert.equal(scripted.server.watches()[1]?.query.get('resourceVersion'), '20');
     assert.equal(i.get('default/b')?.metadata.resourceVersion, '19');
   });
 
@@ -116,10 +108,10 @@ describe('Informer', () => {
     // A backoff this long would hold the next watch for minutes.
     const { informer: i, seen } = informer({ backoff: { initialMs: 600_000, maxMs: 600_000 } });
     await i.start();
-    await server.arrival(6, isWatch, 'six watches, each resumed at once');
+    await scripted.server.arrival(6, isWatch, 'six watches, each resumed at once');
     assert.deepEqual(seen, ['ADDED s1', 'ADDED s2', 'ADDED s3', 'ADDED s4', 'ADDED s5']);
     assert.deepEqual(
-      server.watches().map((r) => r.query.get('resourceVersion')),
+      scripted.server.watches().map((r) => r.query.get('resourceVersion')),
       ['10', '11', '12', '13', '14', '15'],
     );
   });
@@ -130,10 +122,10 @@ describe('Informer', () => {
     await i.start();
     const started = performance.now();
     await new Promise((r) => setTimeout(r, 2_000)); // the measurement window itself
-    const inWindow = server.requests.filter((r) => r.at - started <= 2_000).length;
+    const inWindow = scripted.server.requests.filter((r) => r.at - started <= 2_000).length;
     assert.ok(inWindow <= 10, `${inWindow} requests in 2 s`);
-    assert.ok(server.watches().length >= 2, 'it did try again');
-    assert.equal(server.lists().length, 1, 'an empty watch is resumed, not relisted');
+    assert.ok(scripted.server.watches().length >= 2, 'it did try again');
+    assert.equal(scripted.server.lists().length, 1, 'an empty watch is resumed, not relisted');
   });
 
   it('backs off exponentially while watches fail, relisting after each', async () => {
@@ -143,8 +135,8 @@ describe('Informer', () => {
         : answerJson(res, 503, status(503, 'ServiceUnavailable', 'x'));
     const { informer: i } = informer({ backoff: { initialMs: 100, maxMs: 400 } });
     await i.start();
-    await server.arrival(6, isWatch, 'six failed watches');
-    const at = server.watches().map((r) => r.at);
+    await scripted.server.arrival(6, isWatch, 'six failed watches');
+    const at = scripted.server.watches().map((r) => r.at);
     const gaps = at.slice(1).map((t, n) => t - (at[n] ?? t));
     // Pauses are jittered down to half: 50-100, 100-200, 200-400, then capped at 200-400 ms.
     const floors = [45, 95, 195, 195, 195];
@@ -154,7 +146,7 @@ describe('Informer', () => {
         `gap ${n + 1}: ${g.toFixed(0)} ms (${gaps.map(Math.round).join(', ')})`,
       ),
     );
-    assert.equal(server.lists().length, 6, 'a failed watch is followed by a list');
+    assert.equal(scripted.server.lists().length, 6, 'a failed watch is followed by a list');
   });
 
   it('an error answer whose body never ends does not freeze it: it relists within a bound', async () => {
@@ -167,7 +159,12 @@ describe('Informer', () => {
     await i.start();
     const started = performance.now();
     // The body is given 300 ms, then a pause of at most 500 ms: well within 5 s.
-    const relisted = await server.arrival(2, isList, 'a relist after the stalled error answer', 5_000);
+    const relisted = await scripted.server.arrival(
+      2,
+      isList,
+      'a relist after the stalled error answer',
+      5_000,
+    );
     assert.ok(relisted - started >= 290, 'the error answer was given the idle timeout');
   });
 
@@ -186,7 +183,7 @@ describe('Informer', () => {
     await i.stop();
     assert.ok(performance.now() - started < 2_000);
     assert.equal(
-      server.watches().length,
+      scripted.server.watches().length,
       2,
       'the first short watch was re-opened at once, the second paused',
     );
@@ -194,7 +191,7 @@ describe('Informer', () => {
 
   it('a first list refused for good fails start()', async () => {
     script = (_req, res) => answerJson(res, 403, status(403, 'Forbidden', 'User "u" cannot list secrets'));
-    const i = new Informer<KubeObject>(server.client(), Resources.secret, { namespace: 'default' });
+    const i = new Informer<KubeObject>(scripted.server.client(), Resources.secret, { namespace: 'default' });
     informers.push(i);
     await assert.rejects(i.start(), /cannot list secrets/);
   });

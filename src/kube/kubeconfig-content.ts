@@ -9,7 +9,8 @@ import { parseDocument } from 'yaml';
 import { yamlProblem } from '../common/parse-problems.js';
 import { registerSecret } from '../log/redact.js';
 import { describeToken } from './credential.js';
-import { kubeConfigFromText } from './kubeconfig-loading.js';
+import { credentialContentProblems, type KubeconfigTrust } from './credential-content.js';
+import { kubeConfigFromDocument, parseKubeconfigDocument } from './kubeconfig-loading.js';
 import { parseKubeconfigProxy } from './proxy-environment.js';
 import { tokenFileOf } from './token-file.js';
 
@@ -122,15 +123,19 @@ interface Loaded {
   problems: string[];
 }
 
-function load(text: string): Loaded {
+function load(text: string, trust: KubeconfigTrust): Loaded {
   // Registered before anything reads it: whatever a parser echoes of it is redacted.
   registerSecret(text);
   let kc = new KubeConfig();
   const problems = parseProblems(text);
   if (problems.length > 0) return { kc, problems };
   try {
+    const doc = parseKubeconfigDocument(text, 'kubeconfig');
+    // Before client-node sees it: loading alone would read a token-file.
+    const refused = trust === 'credential' ? credentialContentProblems(doc) : [];
+    if (refused.length > 0) return { kc, problems: refused };
     // client-node's own messages name the entry ("users[0].name is missing").
-    kc = kubeConfigFromText(text, 'kubeconfig');
+    kc = kubeConfigFromDocument(doc, 'kubeconfig');
   } catch (err) {
     const reason = err instanceof Error ? err.message.replace(/^kubeconfig: /, '') : 'unreadable';
     return { kc, problems: [reason] };
@@ -163,14 +168,18 @@ function load(text: string): Loaded {
   return { kc, problems };
 }
 
-/** Problems of a decoded kubeconfig, as phrases that follow "kubeconfig …"; empty when usable. */
-export function kubeconfigProblems(text: string): string[] {
-  return load(text).problems;
+/**
+ * Problems of a decoded kubeconfig, as phrases that follow "kubeconfig …"; empty when usable.
+ * `trust` is whose it is (credential-content.ts): by default someone else's, which may hold
+ * inline credentials only.
+ */
+export function kubeconfigProblems(text: string, trust: KubeconfigTrust = 'credential'): string[] {
+  return load(text, trust).problems;
 }
 
 /** A validated KubeConfig for the decoded content; throws KubeconfigError. */
-export function loadKubeconfig(text: string): KubeConfig {
-  const { kc, problems } = load(text);
+export function loadKubeconfig(text: string, trust: KubeconfigTrust = 'credential'): KubeConfig {
+  const { kc, problems } = load(text, trust);
   if (problems.length > 0) throw new KubeconfigError(problems);
   return kc;
 }
@@ -196,8 +205,11 @@ function authKindOf(user: User | null): KubeconfigAuthKind {
 }
 
 /** Describes a decoded kubeconfig without any secret; throws KubeconfigError when unusable. */
-export function describeKubeconfig(text: string): KubeconfigDescription {
-  const kc = loadKubeconfig(text);
+export function describeKubeconfig(
+  text: string,
+  trust: KubeconfigTrust = 'credential',
+): KubeconfigDescription {
+  const kc = loadKubeconfig(text, trust);
   const contextName = kc.getCurrentContext();
   const context = kc.getContextObject(contextName);
   const cluster = context ? kc.getCluster(context.cluster) : null;

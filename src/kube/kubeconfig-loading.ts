@@ -161,7 +161,8 @@ export function kubeConfigFromText(text: string, where = 'the kubeconfig'): Kube
   return kubeConfigFromDocument(parseKubeconfigDocument(text, where), where);
 }
 
-function kubeConfigFromDocument(doc: Doc, where: string): KubeConfig {
+/** A KubeConfig for a parsed document (client-node's view of it, see forClientNode). */
+export function kubeConfigFromDocument(doc: Doc, where: string): KubeConfig {
   const kc = new KubeConfig();
   try {
     kc.loadFromString(JSON.stringify(forClientNode(doc)));

@@ -72,9 +72,19 @@ export function describeProxy(url: URL): string {
   return `${url.protocol}//${url.host}`;
 }
 
-/** A proxy setting as typed, for messages: the user:password part removed. */
+/**
+ * A proxy setting as typed, for messages: the user:password part removed. The authority runs
+ * from after "//" (or the start, for "host:port") to the first "/", "?" or "#", and its
+ * userinfo ends at its last "@", as Go's url.Parse and the WHATWG parser split it: a password
+ * may hold "@" itself.
+ */
 function describeProxyValue(value: string): string {
-  return value.replace(/^([^/]*\/\/)?[^@/]*@/, '$1');
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(value)?.[0] ?? '';
+  const rest = value.slice(scheme.length);
+  const end = rest.search(/[/?#]/);
+  const authority = end < 0 ? rest : rest.slice(0, end);
+  const at = authority.lastIndexOf('@');
+  return at < 0 ? value : scheme + rest.slice(at + 1);
 }
 
 /**

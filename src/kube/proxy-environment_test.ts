@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { describe, it } from 'node:test';
+import { redact } from '../log/redact.js';
 import {
   ProxyConfigError,
   chooseProxy,
@@ -130,6 +132,42 @@ describe('proxy URLs', () => {
         err instanceof ProxyConfigError &&
         /HTTPS_PROXY: scheme "ftp"/.test(err.message) &&
         !err.message.includes('hunter2'),
+    );
+  });
+
+  it('never echoes any part of a password that holds "@": userinfo ends at the last "@", as in Go', () => {
+    const password = fc
+      .stringMatching(/^[A-Za-z0-9@!$&*+,;=:]{4,24}$/)
+      .filter((p) => p.includes('@') && !p.startsWith('@'));
+    fc.assert(
+      fc.property(password, fc.constantFrom('http://', 'https://', 'socks5://', ''), (pw, scheme) => {
+        // An unusable port: the value is quoted back in the error, without its userinfo.
+        const value = `${scheme}user:${pw}@proxy.test:99999x`;
+        if (scheme !== '')
+          assert.equal(
+            String(parseKubeconfigProxy(value)),
+            `proxy-url "${scheme}proxy.test:99999x" is not a URL`,
+          );
+        // In the environment a value with a scheme that does not parse is tried again as
+        // host:port (Go's parseProxy), so only the bare form comes back as an error.
+        if (scheme === '') {
+          assert.throws(
+            () => parseEnvironmentProxy(value, 'HTTPS_PROXY'),
+            (err: Error) => err.message === 'HTTPS_PROXY: "proxy.test:99999x" is not a proxy URL',
+          );
+        }
+      }),
+    );
+  });
+
+  it('redacts a password with "@" in any URL of a log line, up to the last "@" of the authority', () => {
+    assert.equal(
+      redact('proxy http://u:p@ss@w0rd@proxy.test:3128/x refused'),
+      'proxy http://u:[REDACTED]@proxy.test:3128/x refused',
+    );
+    assert.equal(
+      redact('{"proxy":"http://u:p@ss@proxy.test:3128","owner":"a@b"}'),
+      '{"proxy":"http://u:[REDACTED]@proxy.test:3128","owner":"a@b"}',
     );
   });
 

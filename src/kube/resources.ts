@@ -1,4 +1,5 @@
 // The kinds we read and write, as group/version/plural descriptors.
+export type { KubeObject, NewObject, ObjectList, ObjectMeta, OwnerReference } from '../api/meta.js';
 
 export interface ResourceType {
   /** '' for the core group. */
@@ -9,68 +10,68 @@ export interface ResourceType {
   namespaced: boolean;
 }
 
-/** A kind's ResourceType (namespaced unless said otherwise). */
-export const resourceType = (
-  group: string,
-  version: string,
-  plural: string,
-  kind: string,
-  namespaced = true,
-): ResourceType => ({
+/** A namespaced kind's ResourceType. */
+export const resourceType = (group: string, version: string, plural: string, kind: string): ResourceType => ({
   group,
   version,
   plural,
   kind,
-  namespaced,
+  namespaced: true,
+});
+
+/** A cluster-scoped kind's ResourceType (Namespace, StorageClass, ClusterRole, …). */
+export const clusterResourceType = (
+  group: string,
+  version: string,
+  plural: string,
+  kind: string,
+): ResourceType => ({
+  ...resourceType(group, version, plural, kind),
+  namespaced: false,
 });
 
 export const Resources = {
-  namespace: resourceType('', 'v1', 'namespaces', 'Namespace', false),
+  namespace: clusterResourceType('', 'v1', 'namespaces', 'Namespace'),
   secret: resourceType('', 'v1', 'secrets', 'Secret'),
   pvc: resourceType('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
   event: resourceType('', 'v1', 'events', 'Event'),
   configMap: resourceType('', 'v1', 'configmaps', 'ConfigMap'),
   serviceAccount: resourceType('', 'v1', 'serviceaccounts', 'ServiceAccount'),
-  storageClass: resourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
+  storageClass: clusterResourceType('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass'),
   lease: resourceType('coordination.k8s.io', 'v1', 'leases', 'Lease'),
-  clusterRole: resourceType('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
-  clusterRoleBinding: resourceType(
+  clusterRole: clusterResourceType('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole'),
+  clusterRoleBinding: clusterResourceType(
     'rbac.authorization.k8s.io',
     'v1',
     'clusterrolebindings',
     'ClusterRoleBinding',
-    false,
   ),
   role: resourceType('rbac.authorization.k8s.io', 'v1', 'roles', 'Role'),
   roleBinding: resourceType('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding'),
-  crd: resourceType(
+  crd: clusterResourceType(
     'apiextensions.k8s.io',
     'v1',
     'customresourcedefinitions',
     'CustomResourceDefinition',
-    false,
   ),
-  tokenReview: resourceType('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
-  subjectAccessReview: resourceType(
+  tokenReview: clusterResourceType('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview'),
+  subjectAccessReview: clusterResourceType(
     'authorization.k8s.io',
     'v1',
     'subjectaccessreviews',
     'SubjectAccessReview',
-    false,
   ),
-  selfSubjectAccessReview: resourceType(
+  selfSubjectAccessReview: clusterResourceType(
     'authorization.k8s.io',
     'v1',
     'selfsubjectaccessreviews',
     'SelfSubjectAccessReview',
-    false,
   ),
-  selfSubjectReview: resourceType(
+  selfSubjectReview: clusterResourceType(
     'authentication.k8s.io',
     'v1',
     'selfsubjectreviews',
     'SelfSubjectReview',
-    false,
   ),
 
   virtualMachine: resourceType('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
@@ -80,7 +81,7 @@ export const Resources = {
     'virtualmachineinstances',
     'VirtualMachineInstance',
   ),
-  setting: resourceType('harvesterhci.io', 'v1beta1', 'settings', 'Setting', false),
+  setting: clusterResourceType('harvesterhci.io', 'v1beta1', 'settings', 'Setting'),
   virtualMachineImage: resourceType(
     'harvesterhci.io',
     'v1beta1',
@@ -89,7 +90,7 @@ export const Resources = {
   ),
   keyPair: resourceType('harvesterhci.io', 'v1beta1', 'keypairs', 'KeyPair'),
   loadBalancer: resourceType('loadbalancer.harvesterhci.io', 'v1beta1', 'loadbalancers', 'LoadBalancer'),
-  ipPool: resourceType('loadbalancer.harvesterhci.io', 'v1beta1', 'ippools', 'IPPool', false),
+  ipPool: clusterResourceType('loadbalancer.harvesterhci.io', 'v1beta1', 'ippools', 'IPPool'),
   networkAttachmentDefinition: resourceType(
     'k8s.cni.cncf.io',
     'v1',
@@ -97,21 +98,19 @@ export const Resources = {
     'NetworkAttachmentDefinition',
   ),
   // Harvester's pcidevices-controller add-on: cluster-scoped devices and their claims.
-  pciDevice: resourceType('devices.harvesterhci.io', 'v1beta1', 'pcidevices', 'PCIDevice', false),
-  pciDeviceClaim: resourceType(
+  pciDevice: clusterResourceType('devices.harvesterhci.io', 'v1beta1', 'pcidevices', 'PCIDevice'),
+  pciDeviceClaim: clusterResourceType(
     'devices.harvesterhci.io',
     'v1beta1',
     'pcideviceclaims',
     'PCIDeviceClaim',
-    false,
   ),
-  usbDevice: resourceType('devices.harvesterhci.io', 'v1beta1', 'usbdevices', 'USBDevice', false),
-  usbDeviceClaim: resourceType(
+  usbDevice: clusterResourceType('devices.harvesterhci.io', 'v1beta1', 'usbdevices', 'USBDevice'),
+  usbDeviceClaim: clusterResourceType(
     'devices.harvesterhci.io',
     'v1beta1',
     'usbdeviceclaims',
     'USBDeviceClaim',
-    false,
   ),
 
   capiCluster: resourceType('cluster.x-k8s.io', 'v1beta1', 'clusters', 'Cluster'),
@@ -151,39 +150,4 @@ export function describeOperation(verb: string, type: ResourceType, at: ObjectPa
   const where = [at.namespace, at.name].filter(Boolean).join('/');
   const sub = at.subresource ? `/${at.subresource}` : '';
   return `${verb} ${qualifiedName(type)}${sub}${where ? ' ' + where : ''}`;
-}
-
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: Array<{
-    apiVersion: string;
-    kind: string;
-    name: string;
-    uid: string;
-    controller?: boolean;
-    blockOwnerDeletion?: boolean;
-  }>;
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-}
-
-export interface ObjectList<T> {
-  apiVersion?: string;
-  kind?: string;
-  metadata: { resourceVersion?: string; continue?: string };
-  items: T[];
 }

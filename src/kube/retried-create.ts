@@ -15,7 +15,7 @@
 // retry may leave a duplicate; the only such create is an Event's, where a duplicate is
 // harmless and a lost Warning is not.
 import { KubeError } from './errors.js';
-import type { KubeObject } from './resources.js';
+import type { KubeObject, NewObject } from './resources.js';
 
 /** Codes of failures before a connection existed: the request never reached the server. */
 const NEVER_CONNECTED = new Set([
@@ -54,7 +54,7 @@ const SERVER_METADATA = new Set([
 ]);
 
 /** Whether `found`, read after an AlreadyExists, holds everything `sent` asked for. */
-export function holdsWhatWasSent(sent: KubeObject, found: KubeObject): boolean {
+export function holdsWhatWasSent(sent: NewObject<KubeObject>, found: KubeObject): boolean {
   if (found.metadata.deletionTimestamp) return false;
   const metadata = Object.fromEntries(Object.entries(sent.metadata).filter(([k]) => !SERVER_METADATA.has(k)));
   if (!contains(found.metadata, metadata)) return false;

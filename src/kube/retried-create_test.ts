@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { isAlreadyExists } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
 import { holdsWhatWasSent } from './retried-create.js';
 import { ScriptedServer, answerJson, status, type ScriptedRequest } from './testing.js';
@@ -33,7 +33,7 @@ function serve(req: ScriptedRequest, res: http.ServerResponse): void {
     stringData?: Record<string, string>;
     data?: Record<string, string>;
   };
-  const key = sent.metadata.name ?? '';
+  const key = sent.metadata.name;
   if (posts === 1 && firstPostAnswer !== undefined) {
     return answerJson(
       res,
@@ -113,7 +113,7 @@ describe('retried create', () => {
     // Its first POST fails as if dropped: a 500 after which the server may have carried it out.
     firstPostAnswer = 500;
     await assert.rejects(client.create(Resources.secret, ours()), (err: unknown) => {
-      assert.ok(err instanceof KubeError && err.kind === 'AlreadyExists', String(err));
+      assert.ok(isAlreadyExists(err), String(err));
       return true;
     });
     assert.equal(stored.get('cloud-init-abc12')?.metadata.uid, 'theirs');
@@ -126,10 +126,7 @@ describe('retried create', () => {
     });
     dropFirstPost = false;
     firstPostAnswer = 429;
-    await assert.rejects(
-      client.create(Resources.secret, ours()),
-      (err: unknown) => err instanceof KubeError && err.kind === 'AlreadyExists',
-    );
+    await assert.rejects(client.create(Resources.secret, ours()), (err: unknown) => isAlreadyExists(err));
     assert.deepEqual(
       server.requests.map((r) => r.method),
       ['POST', 'POST'],
@@ -139,10 +136,7 @@ describe('retried create', () => {
   it('a first AlreadyExists, with no retry before it, is reported as before', async () => {
     dropFirstPost = false;
     await client.create(Resources.secret, ours());
-    await assert.rejects(
-      client.create(Resources.secret, ours()),
-      (err: unknown) => err instanceof KubeError && err.kind === 'AlreadyExists',
-    );
+    await assert.rejects(client.create(Resources.secret, ours()), (err: unknown) => isAlreadyExists(err));
   });
 });
 

@@ -1,6 +1,7 @@
 // Test support for src/kube (imported by tests only): a loopback HTTP server that answers as
 // each test scripts it and records what it was asked, and clients pointed at it.
 import http from 'node:http';
+import { after, before, beforeEach } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { KubeClient, type KubeClientOptions } from './client.js';
 import type { KubeStatus } from './errors.js';
@@ -172,4 +173,36 @@ export interface SecretLike {
 
 export function secretList(resourceVersion: string, items: SecretLike[]): unknown {
   return { apiVersion: 'v1', kind: 'SecretList', metadata: { resourceVersion }, items };
+}
+
+/**
+ * One scripted server for a test file: started before its tests, closed after them, its
+ * request log cleared before each; `script` answers (a test swaps what it calls).
+ */
+export function useScriptedServer(script: Script): {
+  readonly server: ScriptedServer;
+  readonly client: KubeClient;
+} {
+  let server: ScriptedServer | undefined;
+  let client: KubeClient | undefined;
+  before(async () => {
+    server = await ScriptedServer.start(script);
+    client = server.client();
+  });
+  after(() => server?.close());
+  beforeEach(() => {
+    if (server) server.requests.length = 0;
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the scripted server is not started (use it inside a test)');
+    return value;
+  };
+  return {
+    get server() {
+      return started(server);
+    },
+    get client() {
+      return started(client);
+    },
+  };
 }

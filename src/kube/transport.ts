@@ -124,10 +124,21 @@ export class Transport {
 
   /** Opens a request and resolves with the response stream (for watches) once headers arrive. */
   async open(req: HttpRequest): Promise<{ response: http.IncomingMessage; abort: () => void }> {
+    // One deadline from here: getting the credential (an exec plugin, a token file on a
+    // stalled mount) counts against it as much as the request does.
+    const started = Date.now();
     let options: https.RequestOptions;
     try {
-      options = await this.requestOptions(req);
+      options = await withinDeadline(this.requestOptions(req), req.timeoutMs, req.signal);
     } catch (err) {
+      if (err instanceof CredentialDeadline) {
+        throw new KubeError(
+          'Timeout',
+          req.operation,
+          `${req.operation}: no credential for ${this.server.origin} within ${req.timeoutMs} ms (the kubeconfig's exec plugin or token file did not answer); nothing was sent`,
+          { credential: this.credential },
+        );
+      }
       // An exec plugin that failed, a token file gone: no request was sent.
       const reason = err instanceof Error ? err.message : String(err);
       throw new KubeError(
@@ -169,10 +180,13 @@ export class Transport {
         clearTimeout(timer);
         reject(this.transportError(req, err));
       };
-      const timer = setTimeout(() => {
-        fail(Object.assign(new Error('deadline'), { code: 'HM_DEADLINE' }));
-        outgoing.destroy();
-      }, req.timeoutMs);
+      const timer = setTimeout(
+        () => {
+          fail(Object.assign(new Error('deadline'), { code: 'HM_DEADLINE' }));
+          outgoing.destroy();
+        },
+        Math.max(1, req.timeoutMs - (Date.now() - started)),
+      );
       outgoing.on('error', fail);
       outgoing.on('socket', (socket) => socket.setKeepAlive(true, 10_000));
       if (req.signal) {
@@ -291,6 +305,22 @@ export class Transport {
   close(): void {
     this.agent?.destroy();
   }
+}
+
+class CredentialDeadline extends Error {}
+
+/** `work`, or a rejection once `ms` have passed or `signal` aborted (the work itself goes on, unobserved). */
+function withinDeadline<T>(work: Promise<T>, ms: number, signal: AbortSignal | undefined): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new CredentialDeadline('deadline')), ms);
+    const onAbort = (): void => reject(Object.assign(new Error('cancelled'), { code: 'HM_ABORTED' }));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    void work.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    });
+  });
 }
 
 function unbracket(host: string): string {

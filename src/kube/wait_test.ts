@@ -3,12 +3,11 @@
 // reports; and no request storm when every watch ends at once without an event.
 import assert from 'node:assert/strict';
 import type http from 'node:http';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import type { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { describe, it } from 'node:test';
+import { isForbidden, isKubeError } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
 import {
-  ScriptedServer,
+  useScriptedServer,
   answerJson,
   secret,
   secretList,
@@ -21,17 +20,7 @@ import { WaitTimeoutError, waitFor, type WaitSpec } from './wait.js';
 type Secret = KubeObject & { data?: Record<string, string> };
 
 let script: (req: ScriptedRequest, res: http.ServerResponse) => void = () => undefined;
-let server: ScriptedServer;
-let client: KubeClient;
-
-before(async () => {
-  server = await ScriptedServer.start((req, res) => script(req, res));
-  client = server.client();
-});
-after(() => server.close());
-beforeEach(() => {
-  server.requests.length = 0;
-});
+const kube = useScriptedServer((req, res) => script(req, res));
 
 const ready = (s: Secret | undefined): boolean => s?.data?.['ready'] === 'eWVz';
 const spec = (over: Partial<WaitSpec<Secret>> = {}): WaitSpec<Secret> => ({
@@ -70,13 +59,13 @@ describe('waitFor', () => {
       stream(watchLine('BOOKMARK', secret('', '15'))),
       stream(watchLine('MODIFIED', secret('s', '16', { ready: 'eWVz' }))),
     ]);
-    const got = await waitFor(client, spec());
+    const got = await waitFor(kube.client, spec());
     assert.equal(got?.metadata.resourceVersion, '16');
-    const [list, first, second] = server.requests;
+    const [list, first, second] = kube.server.requests;
     assert.equal(list?.query.get('fieldSelector'), 'metadata.name=s');
     assert.equal(first?.query.get('resourceVersion'), '10');
     assert.equal(second?.query.get('resourceVersion'), '15', 'resumed from the bookmark, without a list');
-    assert.equal(server.requests.length, 3);
+    assert.equal(kube.server.requests.length, 3);
   });
 
   it('lists again after 410 Gone and is satisfied by the fresh list', async () => {
@@ -92,10 +81,10 @@ describe('waitFor', () => {
         secretList(String(lists * 10), [secret('s', String(lists * 10), lists > 1 ? { ready: 'eWVz' } : {})]),
       );
     };
-    const got = await waitFor(client, spec());
+    const got = await waitFor(kube.client, spec());
     assert.equal(got?.metadata.resourceVersion, '20');
     assert.deepEqual(
-      server.requests.map((r) =>
+      kube.server.requests.map((r) =>
         r.query.get('watch') ? `watch ${r.query.get('resourceVersion') ?? ''}` : 'list',
       ),
       ['list', 'watch 10', 'list'],
@@ -104,10 +93,14 @@ describe('waitFor', () => {
 
   it('starts from the object it is given, without a list', async () => {
     scripted(secretList('99', []), [stream(watchLine('DELETED', secret('s', '31')))]);
-    const got = await waitFor(client, { ...spec(), until: (s) => s === undefined, from: secret('s', '30') });
+    const got = await waitFor(kube.client, {
+      ...spec(),
+      until: (s) => s === undefined,
+      from: secret('s', '30'),
+    });
     assert.equal(got, undefined);
-    assert.equal(server.lists().length, 0);
-    assert.equal(server.watches()[0]?.query.get('resourceVersion'), '30');
+    assert.equal(kube.server.lists().length, 0);
+    assert.equal(kube.server.watches()[0]?.query.get('resourceVersion'), '30');
   });
 
   it('gives up at its deadline saying what it waited for and what it saw last', async () => {
@@ -115,10 +108,10 @@ describe('waitFor', () => {
     const progress: string[] = [];
     const started = performance.now();
     await assert.rejects(
-      waitFor(client, spec({ timeoutMs: 400, onProgress: (state) => progress.push(state) })),
+      waitFor(kube.client, spec({ timeoutMs: 400, onProgress: (state) => progress.push(state) })),
       (err: unknown) => {
         assert.ok(err instanceof WaitTimeoutError, String(err));
-        assert.ok(err instanceof KubeError && err.kind === 'Timeout');
+        assert.ok(isKubeError(err, 'Timeout'));
         assert.equal(err.description, 'Secret default/s to be ready');
         assert.equal(err.lastState, 'resourceVersion 10');
         assert.match(
@@ -137,7 +130,7 @@ describe('waitFor', () => {
     scripted(secretList('10', []), []);
     let clock = 1_000_000;
     const started = performance.now();
-    const waiting = waitFor(client, {
+    const waiting = waitFor(kube.client, {
       ...spec({ timeoutMs: 3_600_000 }),
       now: () => clock,
       // An hour passes as soon as the list is answered.
@@ -155,9 +148,9 @@ describe('waitFor', () => {
       if (req.query.get('watch') === '1') return stream()(res); // 200, empty body
       answerJson(res, 200, secretList('10', []));
     };
-    await assert.rejects(waitFor(client, spec({ timeoutMs: 2_000 })), WaitTimeoutError);
-    assert.ok(server.requests.length <= 10, `${server.requests.length} requests in 2 s`);
-    assert.ok(server.watches().length >= 2, 'it did try again');
+    await assert.rejects(waitFor(kube.client, spec({ timeoutMs: 2_000 })), WaitTimeoutError);
+    assert.ok(kube.server.requests.length <= 10, `${kube.server.requests.length} requests in 2 s`);
+    assert.ok(kube.server.watches().length >= 2, 'it did try again');
   });
 
   it('resumes at once after a watch that delivered an event, however short', async () => {
@@ -168,10 +161,10 @@ describe('waitFor', () => {
       n++;
       stream(watchLine('MODIFIED', secret('s', String(10 + n), n === 5 ? { ready: 'eWVz' } : {})))(res);
     };
-    const got = await waitFor(client, spec({ backoff: { initialMs: 600_000, maxMs: 600_000 } }));
+    const got = await waitFor(kube.client, spec({ backoff: { initialMs: 600_000, maxMs: 600_000 } }));
     assert.equal(got?.metadata.resourceVersion, '15');
-    assert.equal(server.watches().length, 5);
-    assert.equal(server.lists().length, 1);
+    assert.equal(kube.server.watches().length, 5);
+    assert.equal(kube.server.lists().length, 1);
   });
 
   it('backs off after a failed watch and lists again, up to its deadline', async () => {
@@ -179,10 +172,10 @@ describe('waitFor', () => {
       if (req.query.get('watch') === '1') return answerJson(res, 500, status(500, 'InternalError', 'etcd'));
       answerJson(res, 200, secretList('10', []));
     };
-    await assert.rejects(waitFor(client, spec({ timeoutMs: 1_500 })), WaitTimeoutError);
-    const watches = server.watches().length;
+    await assert.rejects(waitFor(kube.client, spec({ timeoutMs: 1_500 })), WaitTimeoutError);
+    const watches = kube.server.watches().length;
     assert.ok(watches >= 2 && watches <= 6, `${watches} watches in 1.5 s`);
-    assert.equal(server.lists().length, watches, 'each failed watch is followed by a list');
+    assert.equal(kube.server.lists().length, watches, 'each failed watch is followed by a list');
   });
 
   it('across a restart: the watch breaks, the new server refuses the credential while starting, the wait goes on', async () => {
@@ -206,7 +199,7 @@ describe('waitFor', () => {
       // The new one, before its authenticators have synced.
       answerJson(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     };
-    const got = await waitFor(server.client(), spec());
+    const got = await waitFor(kube.server.client(), spec());
     assert.equal(got?.metadata.resourceVersion, '10');
     assert.equal(lists, 2);
   });
@@ -214,10 +207,7 @@ describe('waitFor', () => {
   it('fails at once on an error that is not transient', async () => {
     script = (_req, res) => answerJson(res, 403, status(403, 'Forbidden', 'User "u" cannot list secrets'));
     // A client that has seen no outage (after one, a 403 may be a server still starting).
-    await assert.rejects(
-      waitFor(server.client(), spec()),
-      (err: unknown) => err instanceof KubeError && err.kind === 'Forbidden',
-    );
-    assert.equal(server.requests.length, 1);
+    await assert.rejects(waitFor(kube.server.client(), spec()), (err: unknown) => isForbidden(err));
+    assert.equal(kube.server.requests.length, 1);
   });
 });

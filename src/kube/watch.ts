@@ -4,16 +4,15 @@
 // is called; done rejects with a classified KubeError on an HTTP error or a watch ERROR
 // event (410 Gone included). Every read is bounded in time and size: an error answer whose
 // body never ends, or a stream that trickles bytes forever, cannot hold a caller.
-import { KubeError, classifyStatus, type KubeStatus } from './errors.js';
+// Three parts: connect (the request and a bounded error answer, here), the stream's clocks
+// (watch-timers.ts) and the wire format (watch-decode.ts).
+import type http from 'node:http';
 import { describeOperation, resourcePath, type KubeObject, type ResourceType } from './resources.js';
 import type { Transport } from './transport.js';
+import { LineSplitter, decodeWatchLine, type WatchEvent } from './watch-decode.js';
+import { StreamTimers } from './watch-timers.js';
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
-
-export interface WatchEvent<T> {
-  type: WatchEventType;
-  object: T;
-}
+export type { WatchEvent, WatchEventType } from './watch-decode.js';
 
 export interface WatchOptions {
   namespace?: string;
@@ -28,11 +27,11 @@ export interface WatchOptions {
   connectTimeoutMs?: number;
 }
 
-const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** A Status body is a few hundred bytes; more than this of an error answer is not read. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /** How long past its server-side timeout a stream may run before it is ended here. */
 const STREAM_GRACE_MS = 30_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 
 export function openWatch<T extends KubeObject>(
   transport: Transport,
@@ -45,6 +44,46 @@ export function openWatch<T extends KubeObject>(
   const at = opts.namespace !== undefined ? { namespace: opts.namespace } : {};
   const operation = describeOperation('watch', type, at);
   const timeoutSeconds = opts.timeoutSeconds ?? 300;
+  const idleMs = opts.idleTimeoutMs ?? timeoutSeconds * 1000 + 15_000;
+  const controller = new AbortController();
+  let stopped = false;
+  const done = (async () => {
+    const opened = await connect(transport, `${resourcePath(type, at)}?${watchQuery(opts, timeoutSeconds)}`, {
+      operation,
+      connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      idleMs,
+      signal: controller.signal,
+    }).catch((err: unknown) => {
+      if (stopped) return undefined;
+      throw err;
+    });
+    if (!opened || stopped) {
+      opened?.abort();
+      return;
+    }
+    await readStream(opened, {
+      idleMs,
+      lifetimeMs: timeoutSeconds * 1000 + STREAM_GRACE_MS,
+      signal: controller.signal,
+      stopped: () => stopped,
+      onLine: (line) => {
+        const event = decodeWatchLine<T>(line, operation);
+        if (!stopped) onEvent(event);
+      },
+      onBroken,
+      splitter: new LineSplitter(operation),
+    });
+  })();
+  return {
+    done,
+    stop: () => {
+      stopped = true;
+      controller.abort();
+    },
+  };
+}
+
+function watchQuery(opts: WatchOptions, timeoutSeconds: number): string {
   const params = new URLSearchParams({
     watch: '1',
     allowWatchBookmarks: 'true',
@@ -53,114 +92,83 @@ export function openWatch<T extends KubeObject>(
   if (opts.labelSelector) params.set('labelSelector', opts.labelSelector);
   if (opts.fieldSelector) params.set('fieldSelector', opts.fieldSelector);
   if (opts.resourceVersion) params.set('resourceVersion', opts.resourceVersion);
-  const controller = new AbortController();
-  let stopped = false;
+  return params.toString();
+}
 
-  const idleMs = opts.idleTimeoutMs ?? timeoutSeconds * 1000 + 15_000;
-  const done = (async () => {
-    let opened;
-    try {
-      opened = await transport.open({
-        method: 'GET',
-        path: `${resourcePath(type, at)}?${params.toString()}`,
-        operation,
-        timeoutMs: opts.connectTimeoutMs ?? 30_000,
-        signal: controller.signal,
-      });
-    } catch (err) {
-      if (stopped) return;
-      throw err;
-    }
-    const { response, abort } = opened;
-    const statusCode = response.statusCode ?? 0;
-    if (statusCode !== 200) {
-      // Given no longer than a silent watch or a connect would be.
-      const deadlineMs = Math.min(idleMs, opts.connectTimeoutMs ?? 30_000);
-      const body = await readBounded(response, abort, MAX_ERROR_BODY_BYTES, deadlineMs);
-      if (stopped) return;
-      throw transport.statusError(operation, statusCode, body, response.headers);
-    }
-    await new Promise<void>((resolve, reject) => {
-      let idle = setTimeout(onIdle, idleMs);
-      const lifetime = setTimeout(onIdle, timeoutSeconds * 1000 + STREAM_GRACE_MS);
-      function onIdle(): void {
-        end();
+interface Opened {
+  response: http.IncomingMessage;
+  abort: () => void;
+}
+
+/** Opens the stream; an answer other than 200 is read (bounded) and thrown as its KubeError. */
+async function connect(
+  transport: Transport,
+  path: string,
+  o: { operation: string; connectTimeoutMs: number; idleMs: number; signal: AbortSignal },
+): Promise<Opened> {
+  const opened = await transport.open({
+    method: 'GET',
+    path,
+    operation: o.operation,
+    timeoutMs: o.connectTimeoutMs,
+    signal: o.signal,
+  });
+  const statusCode = opened.response.statusCode ?? 0;
+  if (statusCode === 200) return opened;
+  // Given no longer than a silent watch or a connect would be.
+  const deadlineMs = Math.min(o.idleMs, o.connectTimeoutMs);
+  const body = await readBounded(opened.response, opened.abort, MAX_ERROR_BODY_BYTES, deadlineMs);
+  if (o.signal.aborted) return opened;
+  throw transport.statusError(o.operation, statusCode, body, opened.response.headers);
+}
+
+/**
+ * Reads lines until the server ends the stream, a clock runs out, the caller stops it or a
+ * line fails (an ERROR event, an oversized or broken line: done rejects with it).
+ */
+function readStream(
+  { response, abort }: Opened,
+  o: {
+    idleMs: number;
+    lifetimeMs: number;
+    signal: AbortSignal;
+    stopped: () => boolean;
+    onLine: (line: string) => void;
+    onBroken: () => void;
+    splitter: LineSplitter;
+  },
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const finish = (err?: Error): void => {
+      settled = true;
+      timers.clear();
+      if (err && !o.stopped()) reject(err);
+      else resolve();
+    };
+    /** Ends the stream from this side (settled first: the broken socket that follows is ours). */
+    const end = (err?: Error): void => {
+      finish(err);
+      abort();
+    };
+    const timers = new StreamTimers(o.idleMs, o.lifetimeMs, () => end());
+    o.signal.addEventListener('abort', () => end());
+    response.setEncoding('utf8');
+    response.on('data', (chunk: string) => {
+      timers.touched();
+      try {
+        o.splitter.push(chunk, o.onLine);
+      } catch (err) {
+        end(err instanceof Error ? err : new Error(String(err)));
       }
-      let buffered = '';
-      let settled = false;
-      const finish = (err?: Error): void => {
-        settled = true;
-        clearTimeout(idle);
-        clearTimeout(lifetime);
-        if (err && !stopped) reject(err);
-        else resolve();
-      };
-      /** Ends the stream from this side (settled first: the broken socket that follows is ours). */
-      const end = (err?: Error): void => {
-        finish(err);
-        abort();
-      };
-      controller.signal.addEventListener('abort', () => end());
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        clearTimeout(idle);
-        idle = setTimeout(onIdle, idleMs);
-        // Only the new chunk is searched for line ends: rescanning a long partial line on
-        // every chunk would be quadratic in its length.
-        let start = 0;
-        let newline: number;
-        while ((newline = chunk.indexOf('\n', start)) >= 0) {
-          const line = (buffered + chunk.slice(start, newline)).trim();
-          buffered = '';
-          start = newline + 1;
-          if (!line) continue;
-          try {
-            handleLine(line);
-          } catch (err) {
-            end(err instanceof Error ? err : new Error(String(err)));
-            return;
-          }
-        }
-        buffered += chunk.slice(start);
-        if (buffered.length > MAX_LINE_BYTES) {
-          end(new KubeError('Unknown', operation, `${operation}: watch event larger than 16 MiB`));
-        }
-      });
-      response.on('end', () => finish());
-      // A broken stream is an ordinary end (the caller resumes), and news of the server.
-      response.on('error', () => {
-        if (!settled && !stopped) onBroken();
-        finish();
-      });
     });
-  })();
-
-  function handleLine(line: string): void {
-    const event = JSON.parse(line) as { type: string; object: unknown };
-    if (event.type === 'ERROR') {
-      const status = event.object as KubeStatus;
-      const code = status.code ?? 500;
-      throw new KubeError(
-        classifyStatus(code, status),
-        operation,
-        `${operation}: ${status.message ?? 'watch error'}`,
-        {
-          statusCode: code,
-          ...(status.reason !== undefined ? { reason: status.reason } : {}),
-        },
-      );
-    }
-    if (stopped) return;
-    onEvent(event as WatchEvent<T>);
-  }
-
-  return {
-    done,
-    stop: () => {
-      stopped = true;
-      controller.abort();
-    },
-  };
+    response.on('end', () => finish());
+    // A broken stream is an ordinary end (the caller resumes), and news of the server.
+    response.on('error', () => {
+      if (!settled && !o.stopped()) o.onBroken();
+      finish();
+    });
+  });
 }
 
 /**

@@ -3,25 +3,14 @@
 // on its own (silence, an oversized line, an error answer whose body never ends) bounded.
 import assert from 'node:assert/strict';
 import type http from 'node:http';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import type { KubeClient } from './client.js';
-import { KubeError } from './errors.js';
+import { describe, it } from 'node:test';
+import { isKubeError, KubeError } from './errors.js';
 import { Resources, type KubeObject } from './resources.js';
-import { ScriptedServer, secret, status, watchLine, type ScriptedRequest } from './testing.js';
+import { useScriptedServer, secret, status, watchLine, type ScriptedRequest } from './testing.js';
 import type { WatchEvent, WatchOptions } from './watch.js';
 
 let script: (req: ScriptedRequest, res: http.ServerResponse) => void = () => undefined;
-let server: ScriptedServer;
-let client: KubeClient;
-
-before(async () => {
-  server = await ScriptedServer.start((req, res) => script(req, res));
-  client = server.client();
-});
-after(() => server.close());
-beforeEach(() => {
-  server.requests.length = 0;
-});
+const scripted = useScriptedServer((req, res) => script(req, res));
 
 function watchSecrets(opts: Partial<WatchOptions> = {}): {
   events: Array<WatchEvent<KubeObject>>;
@@ -29,7 +18,7 @@ function watchSecrets(opts: Partial<WatchOptions> = {}): {
   stop: () => void;
 } {
   const events: Array<WatchEvent<KubeObject>> = [];
-  const w = client.watch<KubeObject>(Resources.secret, { namespace: 'default', ...opts }, (e) =>
+  const w = scripted.client.watch<KubeObject>(Resources.secret, { namespace: 'default', ...opts }, (e) =>
     events.push(e),
   );
   return { events, ...w };
@@ -69,7 +58,7 @@ describe('watch', () => {
       w.events.map((e) => `${e.type} ${e.object.metadata.resourceVersion ?? ''}`),
       ['ADDED 11', 'MODIFIED 12', 'BOOKMARK 13', 'DELETED 14'],
     );
-    const [req] = server.requests;
+    const [req] = scripted.server.requests;
     assert.equal(req?.path, '/api/v1/namespaces/default/secrets');
     assert.deepEqual(Object.fromEntries(req?.query ?? []), {
       watch: '1',
@@ -88,7 +77,7 @@ describe('watch', () => {
     };
     const w = watchSecrets({ resourceVersion: '5' });
     const got = await outcome(w.done, 10_000);
-    assert.ok(got instanceof KubeError && got.kind === 'Gone', String(got));
+    assert.ok(isKubeError(got, 'Gone'), String(got));
     assert.equal(got.statusCode, 410);
     assert.equal(got.extra.reason, 'Expired');
     assert.match(got.message, /^watch secrets default: too old resource version: 5 \(11\)$/);
@@ -101,7 +90,7 @@ describe('watch', () => {
       res.end(watchLine('ERROR', status(500, 'InternalError', 'etcd went away')));
     };
     const got = await outcome(watchSecrets().done, 10_000);
-    assert.ok(got instanceof KubeError && got.kind === 'ServerError', String(got));
+    assert.ok(isKubeError(got, 'ServerError'), String(got));
   });
 
   it('a silent stream ends after the idle timeout (a half-open connection)', async () => {
@@ -110,7 +99,7 @@ describe('watch', () => {
       res.write('\n'); // headers flushed, then nothing
     };
     const started = performance.now();
-    const fresh = server.client();
+    const fresh = scripted.server.client();
     const w = fresh.watch<KubeObject>(
       Resources.secret,
       { namespace: 'default', idleTimeoutMs: 200 },
@@ -143,7 +132,7 @@ describe('watch', () => {
     };
     const started = performance.now();
     const got = await outcome(watchSecrets({ idleTimeoutMs: 300 }).done, 5_000);
-    assert.ok(got instanceof KubeError && got.kind === 'ServerError', String(got));
+    assert.ok(isKubeError(got, 'ServerError'), String(got));
     assert.equal(got.statusCode, 500);
     assert.ok(performance.now() - started >= 290, 'the body was given the idle timeout');
   });
@@ -161,7 +150,7 @@ describe('watch', () => {
       more();
     };
     const got = await outcome(watchSecrets({ idleTimeoutMs: 60_000 }).done, 10_000);
-    assert.ok(got instanceof KubeError && got.kind === 'ServerError', String(got));
+    assert.ok(isKubeError(got, 'ServerError'), String(got));
     assert.ok(got.message.length < 1_000, 'the message keeps a short text');
     assert.ok(written < 16 * 1024 * 1024, `the client stopped reading (${written} bytes written)`);
   });
@@ -173,7 +162,7 @@ describe('watch', () => {
       setTimeout(() => res.socket?.destroy(), 20);
     };
     const refused = new KubeError('CredentialRejected', 'get secrets', 'get secrets: Unauthorized');
-    const fresh = server.client();
+    const fresh = scripted.server.client();
     assert.equal(fresh.isTransient(refused), false);
     const w = fresh.watch<KubeObject>(Resources.secret, { namespace: 'default' }, () => undefined);
     assert.equal(await outcome(w.done, 10_000), 'ended');
@@ -185,7 +174,7 @@ describe('watch', () => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(watchLine('ADDED', secret('a', '11')));
     };
-    const fresh = server.client();
+    const fresh = scripted.server.client();
     const w = fresh.watch<KubeObject>(Resources.secret, { namespace: 'default' }, () => undefined);
     assert.equal(await outcome(w.done, 10_000), 'ended');
     assert.equal(fresh.isTransient(new KubeError('CredentialRejected', 'op', 'op: refused')), false);
@@ -197,7 +186,7 @@ describe('watch', () => {
       res.write('{');
     };
     const w = watchSecrets({ idleTimeoutMs: 60_000 });
-    await server.arrival(1, () => true, 'the watch request');
+    await scripted.server.arrival(1, () => true, 'the watch request');
     w.stop();
     assert.equal(await outcome(w.done, 5_000), 'ended');
   });

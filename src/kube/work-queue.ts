@@ -30,6 +30,8 @@ export interface WorkQueueOptions {
   /** Called after each failed attempt (metrics, events). */
   onError?: (key: string, err: unknown, attempt: number) => void;
   metrics?: WorkQueueMetrics;
+  /** Keys are taken but nothing is processed until start() (the manager: once caches synced). */
+  paused?: boolean;
 }
 
 export class WorkQueue {
@@ -42,20 +44,33 @@ export class WorkQueue {
   /** When each waiting (or dirty) key was added, for the queue-duration metric. */
   private readonly addedAt = new Map<string, number>();
   private running = 0;
-  private stopped = false;
+  private isStopped = false;
+  private paused: boolean;
   private idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly reconcile: (key: string) => Promise<ReconcileResult>,
     private readonly options: WorkQueueOptions = {},
-  ) {}
+  ) {
+    this.paused = options.paused ?? false;
+  }
+
+  /** Starts processing a queue made paused. */
+  start(): void {
+    this.paused = false;
+    this.pump();
+  }
+
+  get stopped(): boolean {
+    return this.isStopped;
+  }
 
   get length(): number {
     return this.pending.length;
   }
 
   add(key: string): void {
-    if (this.stopped) return;
+    if (this.isStopped) return;
     if (this.queued.has(key) || this.dirty.has(key)) return;
     this.options.metrics?.added();
     if (!this.addedAt.has(key)) this.addedAt.set(key, performance.now());
@@ -75,7 +90,7 @@ export class WorkQueue {
 
   /** Adds the key after a delay; an earlier add of the same key wins. */
   addAfter(key: string, delayMs: number): void {
-    if (this.stopped) return;
+    if (this.isStopped) return;
     const existing = this.timers.get(key);
     if (existing) clearTimeout(existing);
     const timer = setTimeout(() => {
@@ -92,7 +107,7 @@ export class WorkQueue {
 
   private pump(): void {
     const concurrency = this.options.concurrency ?? 4;
-    while (!this.stopped && this.running < concurrency && this.pending.length > 0) {
+    while (!this.isStopped && !this.paused && this.running < concurrency && this.pending.length > 0) {
       const key = this.pending.shift() as string;
       this.queued.delete(key);
       const added = this.addedAt.get(key);
@@ -136,7 +151,7 @@ export class WorkQueue {
       this.processing.delete(key);
       this.running--;
       // Added (and counted) while it was being processed: it waits from that add on.
-      if (this.dirty.delete(key) && !this.stopped) this.enqueue(key);
+      if (this.dirty.delete(key) && !this.isStopped) this.enqueue(key);
       this.pump();
     }
   }
@@ -148,7 +163,7 @@ export class WorkQueue {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.isStopped = true;
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     this.pending.length = 0;

@@ -13,6 +13,28 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } 
 }
 
 describe('WorkQueue', () => {
+  it('made paused, keeps what is added (merged) and processes it only from start()', async () => {
+    const seen: string[] = [];
+    const q = new WorkQueue(
+      (k) => {
+        seen.push(k);
+        return Promise.resolve();
+      },
+      { paused: true },
+    );
+    q.add('a');
+    q.add('a');
+    q.add('b');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(seen, [], 'nothing before start');
+    assert.equal(q.length, 2);
+    q.start();
+    await q.idle();
+    assert.deepEqual(seen, ['a', 'b']);
+    await q.stop();
+    assert.ok(q.stopped);
+  });
+
   it('merges repeated adds of a queued key into one reconcile', async () => {
     const seen: string[] = [];
     const gate = deferred();

@@ -119,7 +119,8 @@ const PATTERNS: Array<[RegExp, string]> = [
   // JWTs (service-account and OIDC tokens): header and payload are base64url JSON objects
   [/\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, REDACTED],
   // The password of a URL's user:password@ (a proxy URL in HTTPS_PROXY or proxy-url)
-  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)[^\s/@]+@/gi, `$1${REDACTED}@`],
+  // (up to the authority's last "@": a password may hold "@" itself, as Go's parser allows)
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)[^\s/?#"',]*@/gi, `$1${REDACTED}@`],
   // Rancher tokens kubeconfig-u-xxx:secret / kubeconfig-user-xxx:secret / token-xxx:secret (keep the name)
   [/\b((?:kubeconfig-u|kubeconfig-user|token)-[a-z0-9]+):[A-Za-z0-9]{16,}/g, `$1:${REDACTED}`],
   // Kubernetes bootstrap tokens <id>.<secret> (keep the id)

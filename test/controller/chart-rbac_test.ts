@@ -11,8 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { parseConfig } from '../../src/controller/config.js';
-import { run, type Running } from '../../src/controller/main.js';
-import { Resources } from '../../src/kube/resources.js';
+import { run, type Running } from '../../src/controller/process-main.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createLogger } from '../../src/log/logger.js';
 import { tokenKubeconfig } from '../../sandbox/control-plane/access.js';
 import { serviceAccountToken } from '../../sandbox/control-plane/service-account-token.js';
@@ -92,6 +92,18 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
       'watch',
     ]);
     assert.ok(!JSON.stringify(rules).includes('"*"'), 'no wildcard');
+  });
+
+  it('names its Lease and status ConfigMap: get, update and patch only by name, create (unnameable) alone', () => {
+    const named = (resource: string, verb: string): string[][] =>
+      rules.systemRules
+        .filter((r) => r.resources.includes(resource) && r.verbs.includes(verb))
+        .map((r) => r.resourceNames ?? []);
+    assert.deepEqual(named('leases', 'get'), [['harvester-machine-controller']]);
+    assert.deepEqual(named('leases', 'update'), [['harvester-machine-controller']]);
+    assert.deepEqual(named('configmaps', 'patch'), [['harvester-machine-controller-status']]);
+    assert.deepEqual(named('leases', 'create'), [[]]);
+    assert.deepEqual(named('configmaps', 'create'), [[]]);
   });
 
   /**
@@ -182,6 +194,32 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
     );
     const denied = logLines.filter((l) => /forbidden|cannot (list|watch|get|create|update|patch)/i.test(l));
     assert.deepEqual(denied, [], 'no RBAC denial');
+    // And no more than that: another Lease or ConfigMap of its namespace is not its to change.
+    const may = async (verb: string, resource: string, group: string, name: string): Promise<boolean> => {
+      const review = await fixture.cp.admin.create<KubeObject & { status?: { allowed?: boolean } }>(
+        Resources.subjectAccessReview,
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          metadata: { name: '' },
+          spec: {
+            user: 'system:serviceaccount:hmc-ok-system:hmc-ok',
+            groups: [
+              'system:serviceaccounts',
+              'system:serviceaccounts:hmc-ok-system',
+              'system:authenticated',
+            ],
+            resourceAttributes: { namespace: 'hmc-ok-system', verb, group, resource, name },
+          },
+        } as KubeObject,
+      );
+      return review.status?.allowed === true;
+    };
+    assert.equal(await may('update', 'leases', 'coordination.k8s.io', 'harvester-machine-controller'), true);
+    assert.equal(await may('update', 'leases', 'coordination.k8s.io', 'kube-scheduler'), false);
+    assert.equal(await may('get', 'leases', 'coordination.k8s.io', 'other'), false);
+    assert.equal(await may('patch', 'configmaps', '', 'harvester-machine-controller-status'), true);
+    assert.equal(await may('patch', 'configmaps', '', 'other-config'), false);
   });
 
   it('with one rule removed from rbac/rules.yaml, the same run is denied (so the check can fail)', async () => {

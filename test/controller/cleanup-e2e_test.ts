@@ -4,11 +4,10 @@
 // Rancher tokens that expire, and the controller under the chart's RBAC. What is checked is
 // what a user sees on Harvester: which VMs and which volumes are left.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ANNOTATION_VOLUME_CLAIM_TEMPLATES, LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
-import { startRancherStandIn, type RancherStandIn } from '../../sandbox/rancher/rancher-standin.js';
 import { harvesterCloudCredential, saveHarvesterCloudCredential } from '../../sandbox/rancher/credentials.js';
 import {
   createGuestCluster,
@@ -17,59 +16,30 @@ import {
   type GuestClusterSpec,
   type GuestMachine,
 } from '../../sandbox/rancher/guest-cluster.js';
-import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
+import type { Sandbox } from '../../sandbox/sandbox.js';
 
 import { eventuallyValue } from '../support/eventually.js';
-import { startControllerAsChart } from './gate-fixture.js';
+import { useSandboxWorld } from './gate-fixture.js';
 
 const NS = 'fleet-e2e';
 const SYSTEM_NS = 'hm-e2e';
 const VM_NS = 'default';
 const DAY = 86_400_000;
 
-let sandbox: Sandbox | undefined;
-let standIn: RancherStandIn | undefined;
-let stopController: (() => Promise<void>) | undefined;
 let imageStorageClass: string | undefined;
 
-before(async () => {
-  sandbox = await startSandbox({
-    standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
-    clusterApi: { namespace: NS },
-  });
-  for (const name of [NS, SYSTEM_NS])
-    await sandbox.rancher.admin.create(Resources.namespace, {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name },
-    });
-  const image = await sandbox.harvester.admin.get<KubeObject & { status?: { storageClassName?: string } }>(
-    Resources.virtualMachineImage,
-    {
-      namespace: VM_NS,
-      name: sandbox.seeds.image,
-    },
-  );
-  imageStorageClass = image.status?.storageClassName;
-  // The default removal job: the driver's Remove in process, credential from the environment.
-  standIn = await startRancherStandIn(sandbox.rancher.admin, { namespace: NS, retryDelayMs: 500 });
-  stopController = (
-    await startControllerAsChart(sandbox.rancher, {
-      namespace: NS,
-      systemNamespace: SYSTEM_NS,
-      gateDeadline: '10m',
-    })
-  ).stop;
+const world = useSandboxWorld({
+  namespace: NS,
+  systemNamespace: SYSTEM_NS,
+  prepare: async (sandbox) => {
+    const image = await sandbox.harvester.admin.get<KubeObject & { status?: { storageClassName?: string } }>(
+      Resources.virtualMachineImage,
+      { namespace: VM_NS, name: sandbox.seeds.image },
+    );
+    imageStorageClass = image.status?.storageClassName;
+  },
 });
-after(async () => {
-  await stopController?.();
-  await standIn?.stop();
-  await sandbox?.stop();
-});
-const sbx = (): Sandbox => {
-  if (!sandbox) throw new Error('the sandbox is not started');
-  return sandbox;
-};
+const sbx = (): Sandbox => world.sandbox;
 
 interface Guest {
   machines: GuestMachine[];
@@ -122,7 +92,7 @@ const pvcNames = async (): Promise<Set<string>> =>
   new Set(
     (await sbx().harvester.admin.list<KubeObject>(Resources.pvc, { namespace: VM_NS })).items
       .filter((p) => !p.metadata.deletionTimestamp)
-      .map((p) => p.metadata.name ?? ''),
+      .map((p) => p.metadata.name),
   );
 const vmsOf = async (cluster: string): Promise<string[]> =>
   (
@@ -130,7 +100,7 @@ const vmsOf = async (cluster: string): Promise<string[]> =>
       namespace: VM_NS,
       labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`,
     })
-  ).items.map((v) => v.metadata.name ?? '');
+  ).items.map((v) => v.metadata.name);
 
 async function deleteClusterAndWait(name: string): Promise<void> {
   const { rancher } = sbx();
@@ -273,7 +243,7 @@ describe('deleting guest clusters on the sandbox (controller + Cluster API + rea
     assert.ok(events.items.some((e) => /cc-e2e-exp/.test(e.message ?? '')));
     assert.equal((await vmsOf('seed-exp')).length, 2, 'nothing removed while held');
     assert.equal(
-      standIn?.removals.filter((r) => r.machine.endsWith(first.name)).length,
+      world.standIn.removals.filter((r) => r.machine.endsWith(first.name)).length,
       0,
       'no removal job ran',
     );

@@ -8,10 +8,9 @@
 //   only with a metadata.name field selector for an allowed name.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KubeClient, KubeError } from '../../src/kube/index.js';
+import { KubeClient, KubeError, Manager, type Cache } from '../../src/kube/index.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { Cache } from '../../src/controller/caches.js';
 import { slimSecret } from '../../src/controller/cache-transforms.js';
 import type { SecretObject } from '../../src/controller/types.js';
 import {
@@ -54,21 +53,20 @@ const aws = {
 async function watchCredentials(
   client: KubeClient,
   selectors: { labelSelector?: string; fieldSelector?: string },
-): Promise<{ cache: Cache<SecretObject>; received: Set<string> }> {
+): Promise<{ cache: Cache<SecretObject>; received: Set<string>; stop: () => Promise<void> }> {
   const received = new Set<string>();
-  const cache = new Cache<SecretObject>(
-    client,
-    Resources.secret,
-    [NS],
-    silentLogger,
-    (o) => {
-      received.add(o.metadata.name ?? '');
+  const manager = new Manager({ client, logger: silentLogger });
+  const cache = manager.cache<SecretObject>({
+    type: Resources.secret,
+    namespaces: [NS],
+    ...selectors,
+    transform: (o) => {
+      received.add(o.metadata.name);
       return slimSecret(o);
     },
-    selectors,
-  );
-  await cache.start();
-  return { cache, received };
+  });
+  await manager.start();
+  return { cache, received, stop: () => manager.stop() };
 }
 
 describe('the credential watch', () => {
@@ -100,7 +98,11 @@ describe('the credential watch', () => {
         ['cc-dash-aws', 'cc-dash-harv', 'cc-labelled-harv', 'cc-tf-aws', 'cc-tf-harv'],
         'unselected, every credential is sent',
       );
-      assert.equal(all.cache.get(NS, 'cc-tf-aws')?.data, undefined, 'and kept without its data');
+      assert.equal(
+        all.cache.get({ namespace: NS, name: 'cc-tf-aws' })?.data,
+        undefined,
+        'and kept without its data',
+      );
       assert.deepEqual([...byLabel.received], ['cc-labelled-harv']);
       assert.deepEqual(
         [...byType.received].sort(),
@@ -116,14 +118,14 @@ describe('the credential watch', () => {
         { metadata: { labels: { [LABEL]: 'true' } } },
       );
       await eventually('the newly labelled credential in the cache', () =>
-        Promise.resolve(byLabel.cache.get(NS, 'cc-tf-harv') !== undefined),
+        Promise.resolve(byLabel.cache.get({ namespace: NS, name: 'cc-tf-harv' }) !== undefined),
       );
       await eventually('the new AWS credential in the unselected cache', () =>
-        Promise.resolve(all.cache.get(NS, 'cc-late-aws') !== undefined),
+        Promise.resolve(all.cache.get({ namespace: NS, name: 'cc-late-aws' }) !== undefined),
       );
       assert.deepEqual([...byLabel.received].sort(), ['cc-labelled-harv', 'cc-tf-harv']);
     } finally {
-      await Promise.all([all.cache.stop(), byLabel.cache.stop(), byType.cache.stop()]);
+      await Promise.all([all.stop(), byLabel.stop(), byType.stop()]);
     }
   });
 

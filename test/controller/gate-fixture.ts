@@ -16,7 +16,7 @@ import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { createLogger } from '../../src/log/logger.js';
 import { parseConfig } from '../../src/controller/config.js';
-import { run, type Running } from '../../src/controller/main.js';
+import { run, type Running } from '../../src/controller/process-main.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { createTokenUser, tokenKubeconfig, type TokenUser } from '../../sandbox/control-plane/access.js';
 import {
@@ -40,6 +40,7 @@ import {
   type RancherStandIn,
   type RemovalJob,
 } from '../../sandbox/rancher/rancher-standin.js';
+import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
 import { bindChartRbac } from './chart-rbac.js';
 
 export const NS = 'fleet-test';
@@ -159,6 +160,71 @@ export async function startControllerAsChart(
   };
 }
 
+/** What useSandboxWorld gives the tests once `before` ran. */
+export interface SandboxWorld {
+  readonly sandbox: Sandbox;
+  readonly standIn: RancherStandIn;
+  readonly controller: Awaited<ReturnType<typeof startControllerAsChart>>;
+}
+
+/**
+ * The whole sandbox for a file's tests: Harvester's stand-ins (short guest-agent and shutdown
+ * delays), Rancher's local cluster with the real Cluster API manager watching `namespace`,
+ * Rancher's stand-in running the driver's Remove in process as its rm job, and the controller
+ * run as the chart runs it; `prepare` adds what the file needs before the controller starts.
+ */
+export function useSandboxWorld(opts: {
+  namespace: string;
+  systemNamespace: string;
+  prepare?: (sandbox: Sandbox) => Promise<void>;
+}): SandboxWorld {
+  let sandbox: Sandbox | undefined;
+  let standIn: RancherStandIn | undefined;
+  let controller: SandboxWorld['controller'] | undefined;
+  before(async () => {
+    sandbox = await startSandbox({
+      standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
+      clusterApi: { namespace: opts.namespace },
+    });
+    for (const name of [opts.namespace, opts.systemNamespace])
+      await sandbox.rancher.admin.create(Resources.namespace, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name },
+      });
+    await opts.prepare?.(sandbox);
+    standIn = await startRancherStandIn(sandbox.rancher.admin, {
+      namespace: opts.namespace,
+      retryDelayMs: 500,
+    });
+    controller = await startControllerAsChart(sandbox.rancher, {
+      namespace: opts.namespace,
+      systemNamespace: opts.systemNamespace,
+      gateDeadline: '10m',
+    });
+  });
+  after(async () => {
+    await controller?.stop();
+    await standIn?.stop();
+    await sandbox?.stop();
+  });
+  const started = <T>(what: string, value: T | undefined): T => {
+    if (value === undefined) throw new Error(`the ${what} is not started (use it inside a test)`);
+    return value;
+  };
+  return {
+    get sandbox() {
+      return started('sandbox', sandbox);
+    },
+    get standIn() {
+      return started('Rancher stand-in', standIn);
+    },
+    get controller() {
+      return started('controller', controller);
+    },
+  };
+}
+
 export function useGateWorld(
   opts: { gateDeadline?: string; clusterApi?: ClusterApiVersion; controller?: boolean } = {},
 ): { readonly world: GateWorld; readonly version: ClusterApiVersion } {
@@ -209,11 +275,11 @@ export function useGateWorld(
       try {
         const at = {
           namespace: harvesterMachine.spec?.vmNamespace ?? '',
-          name: rancherInstanceName(harvesterMachine.metadata.name ?? ''),
+          name: rancherInstanceName(harvesterMachine.metadata.name),
         };
         const vm = await client.find<KubeObject>(Resources.virtualMachine, at);
         observations.push({
-          machine: harvesterMachine.metadata.name ?? '',
+          machine: harvesterMachine.metadata.name,
           annotation: vm?.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS],
           vmFound: vm !== undefined,
           kubeconfigUser: client.credential.identity,

@@ -1,8 +1,11 @@
 // Leader election on a real apiserver: of replicas racing for one Lease exactly one leads;
 // a leader that stops gives the Lease up and another takes over at once; a leader that
-// vanishes without giving it up is replaced only after the lease duration.
+// vanishes without giving it up is replaced only after the lease duration. And the LeaseLock
+// both leader election and remove-hooks write through.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { isKubeError } from '../../src/kube/errors.js';
+import { LeaseLock, microTime } from '../../src/kube/lease.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { LeaderElector } from '../../src/controller/leader-election.js';
@@ -67,7 +70,7 @@ describe('LeaderElector', () => {
   it('takes over a vanished leader only after the lease duration', async () => {
     const namespace = await createNamespace(fixture.cp.admin, 'lease');
     // A replica that crashed while leading: its Lease stays, renewed just now, never again.
-    const now = new Date().toISOString().replace(/(\.\d{3})Z$/, '$1000Z');
+    const now = microTime(Date.now());
     await fixture.cp.admin.create(Resources.lease, {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -91,5 +94,55 @@ describe('LeaderElector', () => {
     assert.equal(lease.spec?.holderIdentity, 'next');
     assert.equal(lease.spec?.leaseTransitions, 1);
     await next.elector.stop();
+  });
+});
+
+describe('LeaseLock (src/kube/lease.ts, the one Lease of leader election and remove-hooks)', () => {
+  const record = (holderIdentity: string, leaderTransitions = 0) => {
+    const at = microTime(Date.now());
+    return { holderIdentity, leaseDurationSeconds: 15, acquireTime: at, renewTime: at, leaderTransitions };
+  };
+
+  it('reads none, creates once, and refuses a write made on a stale read', async () => {
+    const namespace = await createNamespace(fixture.cp.admin, 'lease');
+    const at = { namespace, name: 'lock' };
+    const mine = new LeaseLock(fixture.cp.admin, at);
+    const theirs = new LeaseLock(fixture.cp.admin, at);
+    assert.equal(await mine.get(), undefined);
+    await mine.create(record('a'));
+    await assert.rejects(theirs.create(record('b')), (err: unknown) => isKubeError(err, 'AlreadyExists'));
+    const seen = await theirs.get();
+    assert.equal(seen?.holderIdentity, 'a');
+    assert.equal(seen?.leaseDurationSeconds, 15);
+    await mine.update(record('a'));
+    // theirs read before that renewal: its write is a Conflict, never a silent takeover.
+    await assert.rejects(theirs.update(record('b', 1)), (err: unknown) => isKubeError(err, 'Conflict'));
+    await theirs.get();
+    await theirs.update(record('b', 1));
+    assert.deepEqual(
+      { ...(await mine.get()), acquireTime: undefined, renewTime: undefined },
+      {
+        holderIdentity: 'b',
+        leaseDurationSeconds: 15,
+        leaderTransitions: 1,
+        acquireTime: undefined,
+        renewTime: undefined,
+      },
+    );
+  });
+
+  it('writes a released Lease with no holder, and times with microseconds', async () => {
+    const namespace = await createNamespace(fixture.cp.admin, 'lease');
+    const lock = new LeaseLock(fixture.cp.admin, { namespace, name: 'lock' });
+    await lock.create(record('a'));
+    await lock.update({ ...record('a'), holderIdentity: '', leaseDurationSeconds: 1 });
+    const raw = await fixture.cp.admin.get<KubeObject & { spec?: Record<string, unknown> }>(Resources.lease, {
+      namespace,
+      name: 'lock',
+    });
+    assert.equal(raw.spec?.holderIdentity, undefined, 'null, which the apiserver drops');
+    assert.match(String(raw.spec?.renewTime), /\.\d{6}Z$/);
+    assert.equal((await lock.get())?.holderIdentity, '');
+    await assert.rejects(lock.get({ timeoutMs: 0 }), /deadline passed/);
   });
 });

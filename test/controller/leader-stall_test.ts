@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createLogger } from '../../src/log/logger.js';
 import { parseConfig } from '../../src/controller/config.js';
-import { run, type Running } from '../../src/controller/main.js';
+import { run, type Running } from '../../src/controller/process-main.js';
 import { useControlPlane } from '../support/control-plane-fixture.js';
 import { eventually, sleep } from '../support/eventually.js';
 import { startFreezableProxy, type FreezableProxy } from '../support/tcp-proxy.js';

@@ -6,68 +6,48 @@
 // sees: which load balancers are left on Harvester, which addresses the IP pool still
 // hands out as taken, the Events on the cluster and the metrics.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { IpPool, LoadBalancer } from '../../src/harvester/load-balancers.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
-import { startRancherStandIn, type RancherStandIn } from '../../sandbox/rancher/rancher-standin.js';
 import {
   createGuestCluster,
   createMachineVm,
   scaleDownPool,
   type GuestMachine,
 } from '../../sandbox/rancher/guest-cluster.js';
-import { startSandbox, type Sandbox } from '../../sandbox/sandbox.js';
+import type { Sandbox } from '../../sandbox/sandbox.js';
 import { ensureGuestLoadBalancer, ensureIpPool } from '../../sandbox/standins/cloud-provider.js';
 import { eventuallyValue } from '../support/eventually.js';
-import { startControllerAsChart } from './gate-fixture.js';
+import { useSandboxWorld } from './gate-fixture.js';
 
 const NS = 'fleet-lb';
 const SYSTEM_NS = 'hm-lb';
 const VM_NS = 'default';
 const POOL = 'lb-test-pool';
 
-let sandbox: Sandbox | undefined;
-let standIn: RancherStandIn | undefined;
-let controller: Awaited<ReturnType<typeof startControllerAsChart>> | undefined;
-
-before(async () => {
-  sandbox = await startSandbox({
-    standIns: { delays: { guestAgentMs: 100, shutdownMs: 50 } },
-    clusterApi: { namespace: NS },
-  });
-  for (const name of [NS, SYSTEM_NS])
-    await sandbox.rancher.admin.create(Resources.namespace, {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name },
-    });
-  await ensureIpPool(sandbox.harvester.admin, {
-    name: POOL,
-    subnet: '203.0.113.0/24',
-    gateway: '203.0.113.1',
-  });
-  standIn = await startRancherStandIn(sandbox.rancher.admin, { namespace: NS, retryDelayMs: 500 });
-  controller = await startControllerAsChart(sandbox.rancher, {
-    namespace: NS,
-    systemNamespace: SYSTEM_NS,
-    gateDeadline: '10m',
-  });
+const world = useSandboxWorld({
+  namespace: NS,
+  systemNamespace: SYSTEM_NS,
+  prepare: (sandbox) =>
+    ensureIpPool(sandbox.harvester.admin, {
+      name: POOL,
+      subnet: '203.0.113.0/24',
+      gateway: '203.0.113.1',
+    }).then(() => undefined),
 });
-after(async () => {
-  await controller?.stop();
-  await standIn?.stop();
-  await sandbox?.stop();
-});
-const sbx = (): Sandbox => {
-  if (!sandbox) throw new Error('the sandbox is not started');
-  return sandbox;
-};
+const sbx = (): Sandbox => world.sandbox;
 
 /** A guest cluster as Rancher made it, its VMs on Harvester, and one load balancer per Service. */
 async function guest(
   name: string,
-  opts: { machines: number; services: string[]; optOut?: boolean },
+  opts: {
+    machines: number;
+    services: string[];
+    optOut?: boolean;
+    /** Its chart values' global.cattle.clusterName, when not its own name (a copied cluster). */
+    chartClusterName?: string;
+  },
 ): Promise<{ machines: GuestMachine[]; lbs: Array<LoadBalancer & KubeObject> }> {
   const s = sbx();
   const machines = await createGuestCluster(s.rancher.admin, {
@@ -78,6 +58,7 @@ async function guest(
     vmNamespace: VM_NS,
     downstreamKubeconfig: s.kubeconfigs.rancherLocal,
     ...(opts.optOut ? { optOut: true } : {}),
+    ...(opts.chartClusterName ? { cloudProviderClusterName: opts.chartClusterName } : {}),
   });
   for (const m of machines)
     await createMachineVm(s.harvester.admin, {
@@ -89,7 +70,8 @@ async function guest(
   for (const service of opts.services)
     lbs.push(
       await ensureGuestLoadBalancer(s.harvester.admin, {
-        cluster: name,
+        cluster: opts.chartClusterName ?? name,
+        guestCluster: name,
         namespace: VM_NS,
         service: { namespace: 'default', name: service },
       }),
@@ -104,7 +86,7 @@ async function setServerVersion(value: string): Promise<void> {
 const lbNames = async (): Promise<string[]> =>
   (await sbx().harvester.admin.list<KubeObject>(Resources.loadBalancer, { namespace: VM_NS })).items
     .filter((l) => !l.metadata.deletionTimestamp)
-    .map((l) => l.metadata.name ?? '')
+    .map((l) => l.metadata.name)
     .sort();
 
 const allocated = async (): Promise<Record<string, string>> =>
@@ -132,7 +114,7 @@ async function clusterEvents(name: string, reason: string): Promise<string[]> {
 }
 
 async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${controller?.controller.port ?? 0}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${world.controller.controller.port}/metrics`)).text();
   return text
     .split('\n')
     .filter((l) => l.startsWith(name))
@@ -144,7 +126,7 @@ describe('load balancers of deleted guest clusters (controller + stand-ins on th
     await setServerVersion('v1.7.1');
     const a = await guest('lb-a', { machines: 2, services: ['web', 'api'] });
     const b = await guest('lb-b', { machines: 1, services: ['web'] });
-    const [aWeb, aApi] = a.lbs.map((l) => l.metadata.name ?? '');
+    const [aWeb, aApi] = a.lbs.map((l) => l.metadata.name);
     const bWeb = b.lbs[0]?.metadata.name ?? '';
     assert.equal(Object.keys(await allocated()).length, 3);
 
@@ -196,6 +178,33 @@ describe('load balancers of deleted guest clusters (controller + stand-ins on th
     // The cluster objects' last updates (Cluster API's finalizer, Rancher's) come after the
     // cleanup: they start no second one that would find no HarvesterMachine left.
     assert.deepEqual(await clusterEvents('lb-a', 'HarvesterLoadBalancerCleanupSkipped'), []);
+  });
+
+  it('two clusters whose chart values share a cluster name keep each other’s load balancers: refused, naming the other', async () => {
+    await setServerVersion('v1.7.1');
+    // lb-dup-b was made from a copy of lb-dup-a's values: its cloud provider labels its load
+    // balancers lb-dup-a too.
+    const a = await guest('lb-dup-a', { machines: 1, services: ['web'] });
+    const b = await guest('lb-dup-b', { machines: 1, services: ['web'], chartClusterName: 'lb-dup-a' });
+    const deletedBefore = await metric('harvester_machine_lb_deleted_total');
+    await deleteClusterAndWait('lb-dup-a');
+    const events = await eventuallyValue(
+      'the HarvesterLoadBalancerCleanupRefused Event on lb-dup-a',
+      () => clusterEvents('lb-dup-a', 'HarvesterLoadBalancerCleanupRefused'),
+      (e) => e.length > 0,
+      60_000,
+    );
+    assert.match(
+      events[0] ?? '',
+      new RegExp(`guest cluster ${NS}/lb-dup-b also labels its load balancers "lb-dup-a"`),
+    );
+    const left = await lbNames();
+    assert.ok(
+      left.includes(b.lbs[0]?.metadata.name ?? '-'),
+      `lb-dup-b's load balancer is kept: ${left.join(', ')}`,
+    );
+    assert.ok(left.includes(a.lbs[0]?.metadata.name ?? '-'), 'and lb-dup-a’s, which cannot be told from it');
+    assert.equal(await metric('harvester_machine_lb_deleted_total'), deletedBefore, 'none deleted');
   });
 
   it('keeps the load balancers of an opted-out cluster, and says so', async () => {

@@ -32,7 +32,8 @@ import { pluginSurvivors } from '../../sandbox/rancher-machine/plugin-processes.
 import { recordOutput } from '../../sandbox/secret-ledger.js';
 import { eventually } from '../support/eventually.js';
 import { useSandbox } from '../support/sandbox-fixture.js';
-import { EmptyRoot, ROOT_USER, emptyRootSkipReason } from './support/empty-root.js';
+import { buildGoHelper } from '../support/go-helper.js';
+import { EmptyRoot, ROOT_USER, emptyRootSkipReason, payloadDirNames, walk } from './support/empty-root.js';
 import { PLUGIN_ENV, startPlugin } from './support/plugin-process.js';
 
 const skip = emptyRootSkipReason();
@@ -113,6 +114,87 @@ describe('the executable in an empty root filesystem', { timeout: 5 * 60_000 }, 
     assert.match(run.stdout, /^harvester-machine /);
     assert.equal(run.code, 0);
     assert.deepEqual(fs.readdirSync(hostile), []);
+  });
+
+  it("never runs a cache planted under a shared /tmp: another user's root, a link to one, or a part directory not its own", async () => {
+    const planted = buildGoHelper('planted-loader');
+    const dirs = payloadDirNames(fs.readFileSync(root.dir + CLI));
+    const OTHER = 2000;
+    /** Another user's tree: both part directories, the runtime's loader their program. */
+    const plant = (at: string, owner: number): void => {
+      for (const part of Object.values(dirs))
+        fs.mkdirSync(path.join(at, part, 'lib'), { recursive: true, mode: 0o755 });
+      fs.copyFileSync(planted, path.join(at, dirs.runtime, 'lib', 'ld-linux-x86-64.so.2'));
+      fs.chmodSync(path.join(at, dirs.runtime, 'lib', 'ld-linux-x86-64.so.2'), 0o755);
+      for (const file of walk(at)) fs.lchownSync(file, owner, owner);
+      fs.lchownSync(at, owner, owner);
+    };
+    const sharedTmp = (name: string): string => {
+      const tmp = root.userDir(name);
+      fs.chownSync(tmp, 0, 0);
+      fs.chmodSync(tmp, 0o1777);
+      return tmp;
+    };
+    const cases: Array<[string, (tmp: string) => void]> = [
+      [
+        'the root made by another user',
+        (tmp) => {
+          fs.mkdirSync(path.join(tmp, `harvester-machine-${ROOT_USER}`), { mode: 0o755 });
+          plant(path.join(tmp, `harvester-machine-${ROOT_USER}`), OTHER);
+        },
+      ],
+      [
+        "the root a symbolic link to another user's directory",
+        (tmp) => {
+          fs.mkdirSync(path.join(tmp, 'elsewhere'), { mode: 0o755 });
+          plant(path.join(tmp, 'elsewhere'), OTHER);
+          fs.symlinkSync(path.join('/tmp', 'elsewhere'), path.join(tmp, `harvester-machine-${ROOT_USER}`));
+          fs.lchownSync(path.join(tmp, `harvester-machine-${ROOT_USER}`), OTHER, OTHER);
+        },
+      ],
+      [
+        'a part directory in its own root owned by another user',
+        (tmp) => {
+          const own = path.join(tmp, `harvester-machine-${ROOT_USER}`);
+          fs.mkdirSync(own, { mode: 0o700 });
+          plant(own, OTHER);
+          fs.chownSync(own, ROOT_USER, ROOT_USER);
+        },
+      ],
+    ];
+    for (const [what, setUp] of cases) {
+      const tmp = sharedTmp(`planted-${cases.findIndex(([w]) => w === what)}`);
+      setUp(tmp);
+      const run = await root.run([CLI, '--version'], { tmp: { bind: tmp }, proc: true });
+      assert.equal(
+        fs.existsSync(path.join(tmp, 'PLANTED-LOADER-RAN')),
+        false,
+        `${what}: the planted loader ran`,
+      );
+      assert.doesNotMatch(run.stdout, /planted loader ran/, what);
+      assert.match(run.stdout, /^harvester-machine /, `${what}: ${run.stderr}`);
+      assert.equal(run.code, 0, what);
+    }
+  });
+
+  it('heals a cache that lost a file: the next start unpacks that part again and runs', async () => {
+    const tmp = root.userDir('heal-tmp');
+    const first = await root.run([CLI, '--version'], { tmp: { bind: tmp } });
+    assert.equal(first.code, 0, first.stderr);
+    const cache = path.join(tmp, `harvester-machine-${ROOT_USER}`);
+    const runtime = fs.readdirSync(cache).find((d) => d.startsWith('runtime-')) ?? '';
+    // What a temp reaper does to a file it finds old.
+    fs.rmSync(path.join(cache, runtime, 'node'));
+    const second = await root.run([CLI, '--version'], { tmp: { bind: tmp } });
+    assert.equal(second.stderr, '');
+    assert.match(second.stdout, /^harvester-machine /);
+    assert.equal(second.code, 0);
+    assert.ok(fs.existsSync(path.join(cache, runtime, 'node')), 'node is back');
+    assert.deepEqual(
+      fs.readdirSync(cache).filter((d) => d.startsWith('.tmp-')),
+      [],
+      'the damaged copy is not left aside',
+    );
   });
 
   it('without a writable directory or /proc, says what it tried and exits 126', async () => {

@@ -126,7 +126,7 @@ before(async () => {
     namespace: NS,
     retryDelayMs: 500,
     removalJob: async (ctx) => {
-      const name = ctx.harvesterMachine.metadata.name ?? '';
+      const name = ctx.harvesterMachine.metadata.name;
       const vm = await sbx().harvester.admin.find<KubeObject>(Resources.virtualMachine, {
         namespace: VM_NS,
         name: rancherInstanceName(name),
@@ -349,7 +349,7 @@ describe('the controller image run as the chart’s Deployment runs it', { timeo
     });
     const current = await s.rancher.admin.get<Workload>(JOB, {
       namespace: SYSTEM_NS,
-      name: job.metadata.name ?? '',
+      name: job.metadata.name,
     });
     await s.rancher.admin.update<Workload>(
       JOB,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ANNOTATION_REMOVED_PVCS, ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { DEFAULT_RETRY } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isConflict, isKubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { MachineState } from '../../src/driver/machine-driver.js';
 import { useSandbox } from '../support/sandbox-fixture.js';
@@ -135,7 +135,7 @@ describe('429 and 500 answers', () => {
     const took = performance.now() - started;
     proxy.faults.clear();
     m.driver.close();
-    assert.ok(err instanceof KubeError && err.kind === 'ServerError', String(err));
+    assert.ok(isKubeError(err, 'ServerError'), String(err));
     assert.match(
       err.message,
       new RegExp(
@@ -288,7 +288,7 @@ describe('409 conflicts on the VM during a removal', () => {
     busy = false;
     proxy.faults.clear();
     hook.arm(() => Promise.resolve(), 0);
-    assert.ok(err instanceof KubeError && err.kind === 'Conflict', String(err));
+    assert.ok(isConflict(err), String(err));
     assert.match(err.message, new RegExp(`^patch virtualmachines\\.kubevirt\\.io default/${name}: `));
     assert.equal(writes, 5, 'five plans, each overtaken by the other writer');
     assert.equal(

@@ -88,7 +88,7 @@ export async function livePvcUids(admin: KubeClient, namespace: string): Promise
   return new Map(
     list.items
       .filter((p) => !p.metadata.deletionTimestamp)
-      .map((p) => [p.metadata.name ?? '', p.metadata.uid ?? '']),
+      .map((p) => [p.metadata.name, p.metadata.uid ?? '']),
   );
 }
 

@@ -1,6 +1,6 @@
 // Credentials in tests: waiting until an expired one is really refused.
 import { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { isCredentialRejected } from '../../src/kube/errors.js';
 import { Resources } from '../../src/kube/resources.js';
 import { eventually } from './eventually.js';
 
@@ -17,7 +17,7 @@ export async function untilRejected(kubeconfig: string, namespace = 'default'): 
           () => undefined,
           (e: unknown) => e,
         );
-        return err instanceof KubeError && err.kind === 'CredentialRejected';
+        return isCredentialRejected(err);
       },
       25_000,
     );

@@ -4,10 +4,9 @@
 // a temp directory, and stopped by the test (or at exit). scripts/setup-proxies.sh installs them.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../sandbox/control-plane/ports.js';
+import { canConnect, freePort } from '../../sandbox/control-plane/ports.js';
 import { onExitCleanup, startProcess, type ManagedProcess } from '../../sandbox/control-plane/processes.js';
 import { eventually } from './eventually.js';
 
@@ -56,17 +55,6 @@ function requireCommand(command: string, pkg: string): string {
   const found = which(command);
   if (!found) throw new Error(`${command} is not installed: run scripts/setup-proxies.sh (Debian's ${pkg})`);
   return found;
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 async function waitListening(proc: ManagedProcess, port: number): Promise<void> {

@@ -7,7 +7,7 @@ import type { VirtualMachine } from '../../src/harvester/types.js';
 /** PVCs of a namespace that exist and are not being deleted. */
 export async function livePvcs(admin: KubeClient, namespace: string): Promise<Set<string>> {
   const list = await admin.list<KubeObject>(Resources.pvc, { namespace });
-  return new Set(list.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name ?? ''));
+  return new Set(list.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name));
 }
 
 export async function waitPvcGone(

@@ -4,7 +4,7 @@
 // pkg/controller/usbdevice/usbdevice_controller.go). The sandbox has no hardware: the
 // devices are given, as a node's lspci and lsusb would list them.
 import type { KubeClient } from '../../../src/kube/client.js';
-import { KubeError } from '../../../src/kube/errors.js';
+import { isAlreadyExists } from '../../../src/kube/errors.js';
 import { Resources } from '../../../src/kube/resources.js';
 import { SANDBOX_NODE } from '../names.js';
 import type { PciDeviceObject, UsbDeviceObject } from './device-types.js';
@@ -87,7 +87,7 @@ async function createWithStatus<T extends PciDeviceObject | UsbDeviceObject>(
     // status is a subresource: the agent writes it in a second call, as wrangler's UpdateStatus.
     await client.update<T>(type, { ...made, status: obj.status }, 'status');
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
 }
 

@@ -1,43 +1,8 @@
-// The pcidevices add-on's objects as the stand-ins read and write them
-// (harvester/pcidevices v1.8.0 pkg/apis/devices.harvesterhci.io/v1beta1).
-import type { KubeObject } from '../../../src/kube/resources.js';
-
-export interface PciDeviceObject extends KubeObject {
-  spec?: Record<string, never>;
-  status?: {
-    address?: string;
-    vendorId?: string;
-    deviceId?: string;
-    classId?: string;
-    iommuGroup?: string;
-    nodeName?: string;
-    resourceName?: string;
-    description?: string;
-    kernelDriverInUse?: string;
-  };
-}
-
-export interface PciDeviceClaimObject extends KubeObject {
-  spec?: { address?: string; nodeName?: string; userName?: string };
-  status?: { kernelDriverToUnbind?: string; passthroughEnabled?: boolean };
-}
-
-export interface UsbDeviceObject extends KubeObject {
-  status?: {
-    vendorID?: string;
-    productID?: string;
-    nodeName?: string;
-    resourceName?: string;
-    devicePath?: string;
-    description?: string;
-    pciAddress?: string;
-    enabled?: boolean;
-    status?: string;
-    message?: string;
-  };
-}
-
-export interface UsbDeviceClaimObject extends KubeObject {
-  spec?: { userName?: string };
-  status?: { nodeName?: string; pciAddress?: string };
-}
+// The pcidevices add-on's objects, under the names the stand-ins use: the project's one model
+// (src/api/harvester.ts).
+export type {
+  PciDevice as PciDeviceObject,
+  PciDeviceClaim as PciDeviceClaimObject,
+  UsbDevice as UsbDeviceObject,
+  UsbDeviceClaim as UsbDeviceClaimObject,
+} from '../../../src/api/harvester.js';

@@ -4,11 +4,13 @@
 // status.storageClassName, and walks the conditions Initialized -> Imported as the
 // Longhorn backing image downloads. Nothing is downloaded here: the import succeeds at
 // once with a fixed size. Its OnRemove handler deletes the StorageClass.
+import { objectKey } from '../../../src/api/object-key.js';
 import { isKubeError } from '../../../src/kube/errors.js';
+import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Finalizers, Labels, LONGHORN_PROVISIONER } from '../names.js';
-import { Reconciler, nowIso } from '../runtime.js';
+import { nowIso } from '../runtime.js';
 import type { StorageClass, VirtualMachineImage } from '../types.js';
 import {
   mergePatchWithRetry,
@@ -27,15 +29,15 @@ export const IMPORTED_IMAGE_VIRTUAL_SIZE = 2_361_393_152;
 /** Harvester's mutating webhook fills these in when the image spec has none. */
 const DEFAULT_SC_PARAMETERS = { numberOfReplicas: '3', staleReplicaTimeout: '30', migratable: 'true' };
 
-export function imageController(ctx: StandInContext): Reconciler {
+export function imageController(ctx: StandInContext): Controller {
   const { client } = ctx;
-  const images = ctx.informers.get<VirtualMachineImage>(Resources.virtualMachineImage);
-  const classes = ctx.informers.get<StorageClass>(Resources.storageClass);
+  const images = ctx.manager.cache<VirtualMachineImage>({ type: Resources.virtualMachineImage });
+  const classes = ctx.manager.cache<StorageClass>({ type: Resources.storageClass });
 
   const storageClassNameFor = (image: VirtualMachineImage): string => {
     if (image.spec.backend === 'cdi') return image.spec.targetStorageClassName ?? '';
-    const legacy = `longhorn-${image.metadata.name ?? ''}`;
-    return classes.get(legacy) ? legacy : `lh-${image.metadata.uid ?? ''}`;
+    const legacy = `longhorn-${image.metadata.name}`;
+    return classes.get(objectKey('', legacy)) ? legacy : `lh-${image.metadata.uid ?? ''}`;
   };
 
   async function createStorageClass(image: VirtualMachineImage, name: string): Promise<void> {
@@ -123,33 +125,34 @@ export function imageController(ctx: StandInContext): Reconciler {
     );
   }
 
-  return new Reconciler(
-    'harvester-image',
-    async (key) => {
-      const image = images.get(key);
-      if (!image) return;
-      if (image.metadata.deletionTimestamp) return remove(image);
-      const finalized = await patchFinalizers(
-        client,
-        Resources.virtualMachineImage,
-        image,
-        withFinalizer(Finalizers.harvesterImage),
-      );
-      if (finalized) return; // its own event brings the next step
-      const conditions = image.status?.conditions;
-      if (conditionIs(conditions, 'RetryLimitExceeded', 'True')) return;
-      if (conditionIs(conditions, 'Imported', 'True')) {
-        // Harvester keeps the display name as a label, to list images by it.
-        await mergePatchWithRetry(client, Resources.virtualMachineImage, image, refOf(image), (img) =>
-          img.metadata.labels?.[Labels.imageDisplayName] === img.spec.displayName
-            ? undefined
-            : { metadata: { labels: { [Labels.imageDisplayName]: img.spec.displayName } } },
+  return ctx.manager
+    .controller('harvester-image', {
+      reconcile: async (key) => {
+        const image = images.get(key);
+        if (!image) return;
+        if (image.metadata.deletionTimestamp) return remove(image);
+        const finalized = await patchFinalizers(
+          client,
+          Resources.virtualMachineImage,
+          image,
+          withFinalizer(Finalizers.harvesterImage),
         );
-        return;
-      }
-      if (!conditionIs(conditions, 'Initialized', 'True')) return initialize(image);
-      return markImported(image);
-    },
-    ctx.logger.child({ controller: 'harvester-image' }),
-  ).watch(images);
+        if (finalized) return; // its own event brings the next step
+        const conditions = image.status?.conditions;
+        if (conditionIs(conditions, 'RetryLimitExceeded', 'True')) return;
+        if (conditionIs(conditions, 'Imported', 'True')) {
+          // Harvester keeps the display name as a label, to list images by it.
+          await mergePatchWithRetry(client, Resources.virtualMachineImage, image, refOf(image), (img) =>
+            img.metadata.labels?.[Labels.imageDisplayName] === img.spec.displayName
+              ? undefined
+              : { metadata: { labels: { [Labels.imageDisplayName]: img.spec.displayName } } },
+          );
+          return;
+        }
+        if (!conditionIs(conditions, 'Initialized', 'True')) return initialize(image);
+        return markImported(image);
+      },
+      logger: ctx.logger.child({ controller: 'harvester-image' }),
+    })
+    .watch(images);
 }

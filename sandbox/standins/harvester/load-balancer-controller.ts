@@ -12,6 +12,7 @@
 //   balancers of its cluster in its namespace. Played when the VM gets its deletionTimestamp,
 //   without the finalizer the real OnRemove handler puts on every VM.
 // Not played: the webhook, VM-type load balancers' Services, health checks, kube-vip.
+import { formatKey, keyOf, objectKey } from '../../../src/api/object-key.js';
 import { ANNOTATION_REMOVE_ALL_PVCS, CREATOR, LABEL_CREATOR } from '../../../src/harvester/labels.js';
 import {
   IPPOOL_LABEL_GLOBAL,
@@ -24,11 +25,14 @@ import {
   type IpPool,
   type LoadBalancer,
 } from '../../../src/harvester/load-balancers.js';
-import { KubeError } from '../../../src/kube/errors.js';
+import type { KubeClient } from '../../../src/kube/client.js';
+import { isNotFound } from '../../../src/kube/errors.js';
+import type { Cache, Controller } from '../../../src/kube/manager.js';
 import { Resources, type KubeObject } from '../../../src/kube/resources.js';
+import type { Logger } from '../../../src/log/logger.js';
 import type { StandInContext } from '../context.js';
 import { Labels } from '../names.js';
-import { Reconciler, keyOf, nowIso } from '../runtime.js';
+import { nowIso } from '../runtime.js';
 import type { VirtualMachine } from '../types.js';
 import { patchFinalizers, refOf, updateWithRetry, withFinalizer, withoutFinalizer } from '../writes.js';
 import { ipPoolAddresses } from './ip-ranges.js';
@@ -78,185 +82,226 @@ export function selectIpPool(pools: readonly Pool[], lb: Lb, loose: boolean): Po
   return selected ?? global;
 }
 
-function serverVersion(settings: { get(key: string): Setting | undefined }): string | undefined {
-  const s = settings.get('server-version');
+function serverVersion(settings: Cache<Setting>): string | undefined {
+  const s = settings.get(objectKey('', 'server-version'));
   return s?.value || s?.default || undefined;
 }
 
-export function loadBalancerControllers(ctx: StandInContext): Reconciler[] {
-  const { client } = ctx;
-  const lbs = ctx.informers.get<Lb>(Resources.loadBalancer);
-  const pools = ctx.informers.get<Pool>(Resources.ipPool);
-  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
-  const settings = ctx.informers.get<Setting>(Resources.setting);
-  const logger = ctx.logger.child({ controller: 'harvester-lb' });
+const condition = (status: 'True' | 'False', message?: string) => ({
+  type: 'Ready',
+  status,
+  lastUpdateTime: nowIso(),
+  ...(message ? { message } : {}),
+});
 
-  const condition = (status: 'True' | 'False', message?: string) => ({
-    type: 'Ready',
-    status,
-    lastUpdateTime: nowIso(),
-    ...(message ? { message } : {}),
+/** Books the first free address of the pool for `owner` (or finds its booking); undefined when full. */
+async function reserve(
+  client: KubeClient,
+  pool: Pool,
+  owner: string,
+): Promise<{ ip: string; pool: Pool } | undefined> {
+  let booked: string | undefined;
+  const written = await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
+    const { addresses } = ipPoolAddresses(p.spec.ranges);
+    const allocated = { ...p.status?.allocated };
+    booked = Object.entries(allocated).find(([, who]) => who === owner)?.[0];
+    if (booked) return undefined;
+    booked = addresses.find((ip) => allocated[ip] === undefined);
+    if (!booked) return undefined;
+    allocated[booked] = owner;
+    const history = { ...p.status?.allocatedHistory };
+    delete history[booked];
+    p.status = {
+      ...p.status,
+      total: addresses.length,
+      available: addresses.length - Object.keys(allocated).length,
+      lastAllocated: booked,
+      allocated,
+      allocatedHistory: history,
+    };
+    return p;
   });
+  return booked ? { ip: booked, pool: written ?? pool } : undefined;
+}
 
-  /** Books the first free address of the pool for `owner` (or finds its booking); undefined when full. */
-  async function reserve(pool: Pool, owner: string): Promise<{ ip: string; pool: Pool } | undefined> {
-    let booked: string | undefined;
-    const written = await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
-      const { addresses } = ipPoolAddresses(p.spec.ranges);
-      const allocated = { ...p.status?.allocated };
-      booked = Object.entries(allocated).find(([, who]) => who === owner)?.[0];
-      if (booked) return undefined;
-      booked = addresses.find((ip) => allocated[ip] === undefined);
-      if (!booked) return undefined;
-      allocated[booked] = owner;
-      const history = { ...p.status?.allocatedHistory };
-      delete history[booked];
-      p.status = {
-        ...p.status,
-        total: addresses.length,
-        available: addresses.length - Object.keys(allocated).length,
-        lastAllocated: booked,
-        allocated,
-        allocatedHistory: history,
-      };
-      return p;
-    });
-    return booked ? { ip: booked, pool: written ?? pool } : undefined;
-  }
+async function release(client: KubeClient, pools: Cache<Pool>, lb: Lb): Promise<void> {
+  const owner = formatKey(keyOf(lb));
+  const poolName = lb.status?.allocatedAddress?.ipPool;
+  const ip = lb.status?.allocatedAddress?.ip;
+  if (!poolName || !ip) return;
+  const pool = pools.get(objectKey('', poolName));
+  await updateWithRetry(client, Resources.ipPool, pool, { name: poolName }, (p) => {
+    if (p.status?.allocated?.[ip] !== owner) return undefined;
+    const allocated = { ...p.status.allocated };
+    delete allocated[ip];
+    p.status = {
+      ...p.status,
+      allocated,
+      allocatedHistory: { ...p.status.allocatedHistory, [ip]: owner },
+      available: (p.status.available ?? 0) + 1,
+    };
+    return p;
+  });
+}
 
-  async function release(lb: Lb): Promise<void> {
-    const owner = keyOf(lb.metadata.namespace, lb.metadata.name);
-    const poolName = lb.status?.allocatedAddress?.ipPool;
-    const ip = lb.status?.allocatedAddress?.ip;
-    if (!poolName || !ip) return;
-    const pool = pools.get(poolName);
-    await updateWithRetry(client, Resources.ipPool, pool, { name: poolName }, (p) => {
-      if (p.status?.allocated?.[ip] !== owner) return undefined;
-      const allocated = { ...p.status.allocated };
-      delete allocated[ip];
-      p.status = {
-        ...p.status,
-        allocated,
-        allocatedHistory: { ...p.status.allocatedHistory, [ip]: owner },
-        available: (p.status.available ?? 0) + 1,
-      };
-      return p;
-    });
-  }
+interface LbCaches {
+  lbs: Cache<Lb>;
+  pools: Cache<Pool>;
+  vms: Cache<VirtualMachine>;
+  settings: Cache<Setting>;
+}
 
-  const lbController = new Reconciler(
-    'harvester-lb',
-    async (key) => {
-      const lb = lbs.get(key);
-      if (!lb) return;
-      if (lb.metadata.deletionTimestamp) {
-        if (!(lb.metadata.finalizers ?? []).includes(FINALIZER_LB_CONTROLLER)) return;
-        if (lb.spec?.ipam !== 'dhcp') await release(lb);
-        await patchFinalizers(client, Resources.loadBalancer, lb, withoutFinalizer(FINALIZER_LB_CONTROLLER));
-        logger.info('load balancer removed', { lb: key, ip: lb.status?.allocatedAddress?.ip });
-        return;
-      }
-      const withFin = await patchFinalizers(
-        client,
-        Resources.loadBalancer,
-        lb,
-        withFinalizer(FINALIZER_LB_CONTROLLER),
-      );
-      if (withFin) return; // the change comes back as an event
-      if (lb.spec?.ipam === 'dhcp') {
-        if (lb.status?.allocatedAddress?.ip === DHCP_ADDRESS) return;
+export function loadBalancerControllers(ctx: StandInContext): Controller[] {
+  const caches: LbCaches = {
+    lbs: ctx.manager.cache<Lb>({ type: Resources.loadBalancer }),
+    pools: ctx.manager.cache<Pool>({ type: Resources.ipPool }),
+    vms: ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine }),
+    settings: ctx.manager.cache<Setting>({ type: Resources.setting }),
+  };
+  const logger = ctx.logger.child({ controller: 'harvester-lb' });
+  return [
+    loadBalancerController(ctx, caches, logger),
+    ipPoolController(ctx, caches, logger),
+    guestClusterCleanup(ctx, caches, logger),
+  ];
+}
+
+/** "harvester-lb-controller": the finalizer, an address from a pool (or DHCP), given back on removal. */
+function loadBalancerController(ctx: StandInContext, { lbs, pools }: LbCaches, logger: Logger): Controller {
+  const { client } = ctx;
+  return ctx.manager
+    .controller('harvester-lb', {
+      reconcile: async (key) => {
+        const lb = lbs.get(key);
+        if (!lb) return;
+        if (lb.metadata.deletionTimestamp) {
+          if (!(lb.metadata.finalizers ?? []).includes(FINALIZER_LB_CONTROLLER)) return;
+          if (lb.spec?.ipam !== 'dhcp') await release(client, pools, lb);
+          await patchFinalizers(
+            client,
+            Resources.loadBalancer,
+            lb,
+            withoutFinalizer(FINALIZER_LB_CONTROLLER),
+          );
+          logger.info('load balancer removed', { lb: formatKey(key), ip: lb.status?.allocatedAddress?.ip });
+          return;
+        }
+        const withFin = await patchFinalizers(
+          client,
+          Resources.loadBalancer,
+          lb,
+          withFinalizer(FINALIZER_LB_CONTROLLER),
+        );
+        if (withFin) return; // the change comes back as an event
+        if (lb.spec?.ipam === 'dhcp') {
+          if (lb.status?.allocatedAddress?.ip === DHCP_ADDRESS) return;
+          await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {
+            o.status = {
+              ...o.status,
+              allocatedAddress: { ip: DHCP_ADDRESS },
+              conditions: [condition('True')],
+            };
+            return o;
+          });
+          return;
+        }
+        if (lb.status?.allocatedAddress?.ipPool) return;
+        const all = pools.list();
+        const pool = lb.spec?.ipPool
+          ? pools.get(objectKey('', lb.spec.ipPool))
+          : (selectIpPool(all, lb, false) ??
+            (lb.spec?.workloadType === 'cluster' ? selectIpPool(all, lb, true) : undefined));
+        const booked = pool ? await reserve(client, pool, formatKey(key)) : undefined;
+        const { mask, gateway } = pool ? ipPoolAddresses(pool.spec.ranges) : { mask: '', gateway: '' };
         await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {
-          o.status = { ...o.status, allocatedAddress: { ip: DHCP_ADDRESS }, conditions: [condition('True')] };
+          o.status = booked
+            ? {
+                ...o.status,
+                address: booked.ip,
+                allocatedAddress: {
+                  ipPool: booked.pool.metadata.name,
+                  ip: booked.ip,
+                  mask,
+                  ...(gateway ? { gateway } : {}),
+                },
+                conditions: [condition('True')],
+              }
+            : {
+                ...o.status,
+                conditions: [
+                  condition(
+                    'False',
+                    pool ? `no available IP in pool ${pool.metadata.name}` : 'no matched IPPool',
+                  ),
+                ],
+              };
           return o;
         });
-        return;
-      }
-      if (lb.status?.allocatedAddress?.ipPool) return;
-      const all = pools.list();
-      const pool = lb.spec?.ipPool
-        ? pools.get(lb.spec.ipPool)
-        : (selectIpPool(all, lb, false) ??
-          (lb.spec?.workloadType === 'cluster' ? selectIpPool(all, lb, true) : undefined));
-      const booked = pool ? await reserve(pool, key) : undefined;
-      const { mask, gateway } = pool ? ipPoolAddresses(pool.spec.ranges) : { mask: '', gateway: '' };
-      await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {
-        o.status = booked
-          ? {
-              ...o.status,
-              address: booked.ip,
-              allocatedAddress: {
-                ipPool: booked.pool.metadata.name ?? '',
-                ip: booked.ip,
-                mask,
-                ...(gateway ? { gateway } : {}),
-              },
-              conditions: [condition('True')],
-            }
-          : {
-              ...o.status,
-              conditions: [
-                condition(
-                  'False',
-                  pool ? `no available IP in pool ${pool.metadata.name ?? ''}` : 'no matched IPPool',
-                ),
-              ],
-            };
-        return o;
-      });
-      // A pool created later gets another look from the pool events below.
-    },
-    logger,
-  )
+        // A pool created later gets another look from the pool events below.
+      },
+      logger: logger,
+    })
     .watch(lbs)
-    .watch(pools, () =>
-      lbs
-        .list((lb) => !lb.status?.allocatedAddress?.ipPool)
-        .map((lb) => keyOf(lb.metadata.namespace, lb.metadata.name)),
-    );
+    .watch(pools, () => lbs.list((lb) => !lb.status?.allocatedAddress?.ipPool).map((lb) => keyOf(lb)));
+}
 
-  const poolController = new Reconciler(
-    'harvester-ippool',
-    async (key) => {
-      const pool = pools.get(key);
-      if (!pool || pool.metadata.deletionTimestamp || pool.status?.total !== undefined) return;
-      await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
-        const total = ipPoolAddresses(p.spec.ranges).addresses.length;
-        const used = Object.keys(p.status?.allocated ?? {}).length;
-        p.status = {
-          ...p.status,
-          total,
-          available: total - used,
-          lastAllocated: p.status?.lastAllocated ?? '',
-        };
-        return p;
-      });
-    },
-    logger,
-  ).watch(pools);
+/** "harvester-ippool": a new pool's status total and available. */
+function ipPoolController(ctx: StandInContext, { pools }: LbCaches, logger: Logger): Controller {
+  const { client } = ctx;
+  return ctx.manager
+    .controller('harvester-ippool', {
+      reconcile: async (key) => {
+        const pool = pools.get(key);
+        if (!pool || pool.metadata.deletionTimestamp || pool.status?.total !== undefined) return;
+        await updateWithRetry(client, Resources.ipPool, pool, refOf(pool), (p) => {
+          const total = ipPoolAddresses(p.spec.ranges).addresses.length;
+          const used = Object.keys(p.status?.allocated ?? {}).length;
+          p.status = {
+            ...p.status,
+            total,
+            available: total - used,
+            lastAllocated: p.status?.lastAllocated ?? '',
+          };
+          return p;
+        });
+      },
+      logger: logger,
+    })
+    .watch(pools);
+}
 
-  const vmCleanup = new Reconciler(
-    'harvester-lb-vm',
-    async (key) => {
-      const vm = vms.get(key);
-      if (!vm?.metadata.deletionTimestamp) return;
-      if (vm.metadata.labels?.[LABEL_CREATOR] !== CREATOR) return;
-      if (vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS] !== 'true') return;
-      const cluster = vm.metadata.labels?.[Labels.guestCluster];
-      if (cluster === undefined) return;
-      if (!harvesterLbCleanup(serverVersion(settings)).cleansUp) return;
-      const namespace = vm.metadata.namespace ?? '';
-      for (const lb of guestClusterLoadBalancers(lbs.list(), cluster, namespace)) {
-        if (lb.metadata.deletionTimestamp) continue;
-        try {
-          await client.delete(Resources.loadBalancer, refOf(lb));
-        } catch (err) {
-          if (!(err instanceof KubeError && err.kind === 'NotFound')) throw err;
+/** "harvester-lb-vm-controller" (v1.8.0 on): an annotated guest-cluster VM removed takes its cluster's load balancers. */
+function guestClusterCleanup(
+  ctx: StandInContext,
+  { lbs, vms, settings }: LbCaches,
+  logger: Logger,
+): Controller {
+  const { client } = ctx;
+  return ctx.manager
+    .controller('harvester-lb-vm', {
+      reconcile: async (key) => {
+        const vm = vms.get(key);
+        if (!vm?.metadata.deletionTimestamp) return;
+        if (vm.metadata.labels?.[LABEL_CREATOR] !== CREATOR) return;
+        if (vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS] !== 'true') return;
+        const cluster = vm.metadata.labels?.[Labels.guestCluster];
+        if (cluster === undefined) return;
+        if (!harvesterLbCleanup(serverVersion(settings)).cleansUp) return;
+        const namespace = vm.metadata.namespace ?? '';
+        for (const lb of guestClusterLoadBalancers(lbs.list(), cluster, namespace)) {
+          if (lb.metadata.deletionTimestamp) continue;
+          try {
+            await client.delete(Resources.loadBalancer, refOf(lb));
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+          }
+          logger.info('guest cluster removed: load balancer deleted', {
+            vm: formatKey(key),
+            lb: lb.metadata.name,
+          });
         }
-        logger.info('guest cluster removed: load balancer deleted', { vm: key, lb: lb.metadata.name });
-      }
-    },
-    logger,
-  ).watch(vms);
-
-  return [lbController, poolController, vmCleanup];
+      },
+      logger: logger,
+    })
+    .watch(vms);
 }

@@ -5,12 +5,13 @@
 // removedPersistentVolumeClaims before its finalizer goes.
 // Like wrangler's handlers it reacts to VM events only: a missing image or PVC is not
 // watched for; the VM is looked at again on its next change.
+import { formatKey, keyOf, objectKey, parseKey } from '../../../src/api/object-key.js';
+import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Annotations, Finalizers, Labels } from '../names.js';
 import { compareQuantities } from '../quantity.js';
 import { runStrategyOf } from './run-strategy.js';
-import { Reconciler, keyOf } from '../runtime.js';
 import type {
   PersistentVolumeClaim,
   VirtualMachine,
@@ -29,12 +30,12 @@ import {
 /** Harvester gives up quietly on this error prefix when growing a PVC. */
 const PVC_EXPAND_ERROR_PREFIX = 'PVC_EXPAND';
 
-export function harvesterVmController(ctx: StandInContext): Reconciler {
+export function harvesterVmController(ctx: StandInContext): Controller {
   const { client } = ctx;
-  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
-  const pvcs = ctx.informers.get<PersistentVolumeClaim>(Resources.pvc);
-  const images = ctx.informers.get<VirtualMachineImage>(Resources.virtualMachineImage);
-  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
+  const vms = ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine });
+  const pvcs = ctx.manager.cache<PersistentVolumeClaim>({ type: Resources.pvc });
+  const images = ctx.manager.cache<VirtualMachineImage>({ type: Resources.virtualMachineImage });
+  const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
   const logger = ctx.logger.child({ controller: 'harvester-vm' });
 
   async function createPvcsFromAnnotation(vm: VirtualMachine): Promise<void> {
@@ -42,12 +43,12 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
     if (!raw) return;
     const namespace = vm.metadata.namespace ?? '';
     for (const template of parseTemplates(raw)) {
-      const name = template.metadata.name ?? '';
+      const name = template.metadata.name;
       const imageId = template.metadata.annotations?.[Annotations.imageId];
       if (imageId !== undefined) {
         const parts = imageId.split('/');
         if (parts.length === 2) {
-          const image = images.get(imageId);
+          const image = images.get(parseKey(imageId));
           if (!image) {
             logger.warn('The corresponding VMImage is not created yet; skipping this PVC', {
               pvc: name,
@@ -63,7 +64,7 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
           }
         }
       }
-      const existing = pvcs.get(keyOf(namespace, name));
+      const existing = pvcs.get(objectKey(namespace, name));
       if (!existing) {
         await client.create<PersistentVolumeClaim>(Resources.pvc, {
           ...template,
@@ -100,7 +101,7 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
     const strategy = runStrategyOf(vm);
     if (strategy === undefined) {
       logger.warn('Skip store run strategy to the annotation: running and runStrategy are both set', {
-        vm: keyOf(vm.metadata.namespace, vm.metadata.name),
+        vm: formatKey(keyOf(vm)),
       });
       return;
     }
@@ -114,7 +115,7 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
   }
 
   async function syncLabelsToVmi(vm: VirtualMachine): Promise<void> {
-    const cached = vmis.get(keyOf(vm.metadata.namespace, vm.metadata.name));
+    const cached = vmis.get(keyOf(vm));
     if (!cached) return;
     await updateWithRetry(client, Resources.virtualMachineInstance, cached, refOf(cached), (vmi) => {
       const desired = labelsForVmi(vm, vmi.metadata.labels ?? {});
@@ -125,14 +126,14 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
   }
 
   async function cleanupPvcs(vm: VirtualMachine): Promise<void> {
-    const key = keyOf(vm.metadata.namespace, vm.metadata.name);
+    const key = keyOf(vm);
     if (!(vm.metadata.finalizers ?? []).includes(Finalizers.harvesterVmCleanup)) return;
     // An injected fault: the handler fails as it would when Harvester's controller is stuck.
     if (ctx.faults.isRemovalHeld(key))
-      throw new Error(`cleanupPVCAndSnapshot of VM ${key} is failing (held)`);
+      throw new Error(`cleanupPVCAndSnapshot of VM ${formatKey(key)} is failing (held)`);
     for (const name of removedPvcNames(vm)) {
       const deleted = await client.delete(Resources.pvc, { namespace: vm.metadata.namespace ?? '', name });
-      if (deleted) logger.info('deleted PVC removed with its VM', { vm: key, pvc: name });
+      if (deleted) logger.info('deleted PVC removed with its VM', { vm: formatKey(key), pvc: name });
     }
     await patchFinalizers(
       client,
@@ -142,28 +143,29 @@ export function harvesterVmController(ctx: StandInContext): Reconciler {
     );
   }
 
-  return new Reconciler(
-    'harvester-vm',
-    async (key) => {
-      const vm = vms.get(key);
-      if (!vm || ctx.faults.isForgotten(key)) return;
-      if (vm.metadata.deletionTimestamp) {
-        await cleanupPvcs(vm);
-        return;
-      }
-      await createPvcsFromAnnotation(vm);
-      await storeRunStrategy(vm);
-      await syncLabelsToVmi(vm);
-      // wrangler's OnRemove registration adds its finalizer on the first change it sees.
-      await patchFinalizers(
-        client,
-        Resources.virtualMachine,
-        vm,
-        withFinalizer(Finalizers.harvesterVmCleanup),
-      );
-    },
-    logger,
-  ).watch(vms);
+  return ctx.manager
+    .controller('harvester-vm', {
+      reconcile: async (key) => {
+        const vm = vms.get(key);
+        if (!vm || ctx.faults.isForgotten(key)) return;
+        if (vm.metadata.deletionTimestamp) {
+          await cleanupPvcs(vm);
+          return;
+        }
+        await createPvcsFromAnnotation(vm);
+        await storeRunStrategy(vm);
+        await syncLabelsToVmi(vm);
+        // wrangler's OnRemove registration adds its finalizer on the first change it sees.
+        await patchFinalizers(
+          client,
+          Resources.virtualMachine,
+          vm,
+          withFinalizer(Finalizers.harvesterVmCleanup),
+        );
+      },
+      logger: logger,
+    })
+    .watch(vms);
 }
 
 function parseTemplates(raw: string): PersistentVolumeClaim[] {

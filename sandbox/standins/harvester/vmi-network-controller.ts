@@ -4,10 +4,12 @@
 // VMI goes (OnRemove "VMController.BackfillObservedNetworkMacAddress", so every VMI
 // carries that finalizer), those MACs are written into the VM's interfaces that have
 // none, so that a restarted guest keeps the MAC its DHCP lease is bound to.
+import { keyOf } from '../../../src/api/object-key.js';
+import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Annotations, Finalizers } from '../names.js';
-import { Reconciler, keyOf } from '../runtime.js';
+
 import type { VirtualMachine, VirtualMachineInstance } from '../types.js';
 import {
   mergePatchWithRetry,
@@ -18,10 +20,10 @@ import {
   withoutFinalizer,
 } from '../writes.js';
 
-export function vmiNetworkController(ctx: StandInContext): Reconciler {
+export function vmiNetworkController(ctx: StandInContext): Controller {
   const { client } = ctx;
-  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
-  const vms = ctx.informers.get<VirtualMachine>(Resources.virtualMachine);
+  const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
+  const vms = ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine });
 
   async function rememberMacs(vmi: VirtualMachineInstance, vm: VirtualMachine): Promise<void> {
     const macs: Record<string, string> = {};
@@ -37,9 +39,9 @@ export function vmiNetworkController(ctx: StandInContext): Reconciler {
   }
 
   async function backfillMacs(vmi: VirtualMachineInstance): Promise<void> {
-    const key = keyOf(vmi.metadata.namespace, vmi.metadata.name);
+    const key = keyOf(vmi);
     const vm = vms.get(key);
-    if (!vm) throw new Error(`virtualmachine.kubevirt.io "${vmi.metadata.name ?? ''}" not found`);
+    if (!vm) throw new Error(`virtualmachine.kubevirt.io "${vmi.metadata.name}" not found`);
     // No need to touch a VM that is going too.
     if (!vm.metadata.deletionTimestamp && vm.metadata.annotations?.[Annotations.macAddress] !== undefined) {
       await updateWithRetry(client, Resources.virtualMachine, vm, refOf(vm), (fresh) => {
@@ -64,27 +66,28 @@ export function vmiNetworkController(ctx: StandInContext): Reconciler {
     );
   }
 
-  return new Reconciler(
-    'harvester-vmi-network',
-    async (key) => {
-      const vmi = vmis.get(key);
-      if (!vmi) return;
-      if (vmi.metadata.deletionTimestamp) {
-        if ((vmi.metadata.finalizers ?? []).includes(Finalizers.harvesterVmiMacBackfill))
-          await backfillMacs(vmi);
-        return;
-      }
-      const added = await patchFinalizers(
-        client,
-        Resources.virtualMachineInstance,
-        vmi,
-        withFinalizer(Finalizers.harvesterVmiMacBackfill),
-      );
-      if (added) return;
-      const vm = vms.get(key);
-      if (vm && vmi.status?.phase === 'Running' && (vmi.status.interfaces ?? []).length > 0)
-        await rememberMacs(vmi, vm);
-    },
-    ctx.logger.child({ controller: 'harvester-vmi-network' }),
-  ).watch(vmis);
+  return ctx.manager
+    .controller('harvester-vmi-network', {
+      reconcile: async (key) => {
+        const vmi = vmis.get(key);
+        if (!vmi) return;
+        if (vmi.metadata.deletionTimestamp) {
+          if ((vmi.metadata.finalizers ?? []).includes(Finalizers.harvesterVmiMacBackfill))
+            await backfillMacs(vmi);
+          return;
+        }
+        const added = await patchFinalizers(
+          client,
+          Resources.virtualMachineInstance,
+          vmi,
+          withFinalizer(Finalizers.harvesterVmiMacBackfill),
+        );
+        if (added) return;
+        const vm = vms.get(key);
+        if (vm && vmi.status?.phase === 'Running' && (vmi.status.interfaces ?? []).length > 0)
+          await rememberMacs(vmi, vm);
+      },
+      logger: ctx.logger.child({ controller: 'harvester-vmi-network' }),
+    })
+    .watch(vmis);
 }

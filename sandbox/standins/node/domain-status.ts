@@ -2,7 +2,7 @@
 // pkg/virt-handler: vm.go, the domain's disks and interfaces, and the guest agent's report):
 // disk targets, the hot-plug phases after virt-controller's AttachedToNode, interfaces.
 import type { VirtualMachineInstance, VmiInterfaceStatus, VolumeStatus } from '../types.js';
-import type { Lease } from './guest-addresses.js';
+import type { GuestAddresses } from './guest-addresses.js';
 
 /** Disk target names the way libvirt assigns them per bus: vda, vdb, ... / sda, sdb, ... */
 export function targetName(bus: string | undefined, index: number): string {
@@ -41,7 +41,7 @@ const hasDisk = (vmi: VirtualMachineInstance, name: string): boolean =>
  */
 export function domainVolumeStatuses(vmi: VirtualMachineInstance): VolumeStatus[] {
   const statuses = (vmi.status?.volumeStatus ?? []).map((s) => ({ ...s }));
-  const used = statuses.map((s) => s.target).filter((t) => t !== '');
+  const used = statuses.map((s) => s.target ?? '').filter((t) => t !== '');
   const inSpec = new Set((vmi.spec.volumes ?? []).map((v) => v.name));
   const attach = (status: VolumeStatus): void => {
     status.target = nextTarget(vmi, status.name, used);
@@ -96,17 +96,26 @@ export function domainInterfaces(
   }));
 }
 
-/** What the guest agent adds: addresses (IPv4 first, then a global IPv6 and the link-local one). */
-export function withGuestAgentData(interfaces: VmiInterfaceStatus[], leases: Lease[]): VmiInterfaceStatus[] {
+/**
+ * What the guest agent adds once the guest is up: each interface's addresses as the guest
+ * configured them (guest-addresses.ts: IPv4 first, then a global IPv6, then the link-local
+ * one) and the guest's name for it. An interface still waiting for a DHCP lease is left as
+ * it is, to be filled when the lease comes.
+ */
+export function withGuestAgentData(
+  interfaces: VmiInterfaceStatus[],
+  guest: readonly GuestAddresses[],
+): VmiInterfaceStatus[] {
   return interfaces.map((iface, i) => {
-    const lease = leases[i];
-    if (iface.ipAddress || !lease) return iface;
+    const g = guest[i];
+    if (iface.ipAddress || !g || g.awaitingLease) return iface;
+    const linkLocal = linkLocalFromMac(iface.mac ?? '');
+    const addresses = [g.ipv4, g.ipv6, linkLocal].filter((a): a is string => Boolean(a));
     return {
       ...iface,
-      ipAddress: lease.ipv4,
-      // A dual-stack guest network: DHCP gives IPv4, router advertisements a global IPv6.
-      ipAddresses: [lease.ipv4, lease.ipv6, linkLocalFromMac(iface.mac ?? '')],
-      interfaceName: `eth${i}`,
+      ipAddress: addresses[0] ?? linkLocal,
+      ipAddresses: addresses,
+      interfaceName: g.interfaceName,
       infoSource: 'domain, guest-agent',
     };
   });

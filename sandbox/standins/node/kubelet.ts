@@ -14,6 +14,12 @@ import type { Pod, VirtualMachineInstance } from '../types.js';
 import { forceDelete, refOf, updateWithRetry } from '../writes.js';
 
 export const LAUNCHER = 'virt-launcher';
+export const HOTPLUG = 'hotplug-disk';
+/** The pods virt-controller makes for VMIs (its `kubevirt.io` label): the only ones on this node. */
+export const VMI_PODS = {
+  type: ExtraResources.pod,
+  labelSelector: `${Labels.kubevirtApp} in (${LAUNCHER},${HOTPLUG})`,
+};
 
 interface Container {
   name: string;
@@ -66,7 +72,7 @@ class PodNetwork {
 }
 
 export function kubelet(ctx: StandInContext, client: KubeClient = ctx.client): Reconciler {
-  const pods = ctx.informers.get<Pod>(ExtraResources.pod);
+  const pods = ctx.informers.get<Pod>(VMI_PODS.type, VMI_PODS.labelSelector);
   const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
   const network = new PodNetwork();
   /** When each pod (by UID) was first seen bound, as this process saw it. */

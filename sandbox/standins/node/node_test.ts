@@ -1,11 +1,11 @@
-// The node stand-in's pure parts: virt-handler's volume statuses, the Node it presents, the
-// address seam, and the pcidevices add-on's permittedHostDevices edits (docs/upstream/kubevirt.md).
+// The node stand-in's pure parts: virt-handler's volume statuses and the Node it presents, and
+// the pcidevices add-on's permittedHostDevices edits (docs/upstream/kubevirt.md); the guest's
+// addresses are in guest-addresses_test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { permitPciDevice, permitUsbDevice, unpermitUsbDevice } from '../harvester/pcidevices-controller.js';
+import { permitPciDevice, permitUsbDevice, unpermitUsbDevice } from '../harvester/permitted-host-devices.js';
 import type { VirtualMachineInstance, VolumeStatus } from '../types.js';
 import { domainVolumeStatuses, nextTarget, targetName } from './domain-status.js';
-import { guestAddresses, networkDataSource } from './guest-addresses.js';
 import { nodeLabels, nodeResources } from './node-object.js';
 
 function vmi(volumes: string[], hotplugged: string[], statuses: VolumeStatus[]): VirtualMachineInstance {
@@ -102,37 +102,6 @@ describe('the node as the kubelet and virt-handler present it', () => {
     assert.equal(resources['devices.kubevirt.io/kvm'], '1k');
     assert.equal(resources['nvidia.com/TU104GL_TESLA_T4'], '2');
     assert.equal(nodeResources(new Map())['nvidia.com/TU104GL_TESLA_T4'], undefined);
-  });
-});
-
-describe('guest addresses', () => {
-  it('gives each interface of the spec a lease, in order', () => {
-    let n = 0;
-    const leases = guestAddresses({ vmi: vmi([], [], []), networkData: undefined }, () => ({
-      ipv4: `10.0.0.${++n}`,
-      ipv6: `fd00::${n}`,
-    }));
-    assert.deepEqual(
-      leases.map((l) => l.ipv4),
-      ['10.0.0.1', '10.0.0.2'],
-    );
-  });
-
-  it('finds the network data inline, base64-encoded or in a Secret', () => {
-    const withSource = (source: Record<string, unknown>): VirtualMachineInstance => {
-      const v = vmi([], [], []);
-      v.spec.volumes = [{ name: 'cloudinitdisk', cloudInitNoCloud: source }];
-      return v;
-    };
-    assert.deepEqual(networkDataSource(withSource({ networkData: 'version: 2' })), { inline: 'version: 2' });
-    assert.deepEqual(
-      networkDataSource(withSource({ networkDataBase64: Buffer.from('version: 1').toString('base64') })),
-      { inline: 'version: 1' },
-    );
-    assert.deepEqual(networkDataSource(withSource({ networkDataSecretRef: { name: 'vm-cloudinit' } })), {
-      secret: 'vm-cloudinit',
-    });
-    assert.equal(networkDataSource(withSource({ userData: '#cloud-config' })), undefined);
   });
 });
 

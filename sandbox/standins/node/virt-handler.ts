@@ -12,11 +12,19 @@ import { isKubeError } from '../../../src/kube/errors.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { ReconcileResult } from '../../../src/kube/work-queue.js';
 import type { StandInContext } from '../context.js';
-import { ExtraResources, Labels, SANDBOX_NODE } from '../names.js';
+import { Labels, SANDBOX_NODE } from '../names.js';
 import { Reconciler, keyOf, nowIso, sameJson } from '../runtime.js';
+import type { Secret } from '../../../src/api/core.js';
 import type { Condition, Pod, VirtualMachineInstance, VmiPhase, VmiStatus } from '../types.js';
+import { VMI_PODS } from './kubelet.js';
 import { domainInterfaces, domainVolumeStatuses, randomMac, withGuestAgentData } from './domain-status.js';
-import { guestAddresses, networkDataSource, type Lease } from './guest-addresses.js';
+import { sandboxNetworks } from '../network-servers.js';
+import {
+  guestAddresses,
+  networkDataOfSecret,
+  networkDataSource,
+  type GuestAddresses,
+} from './guest-addresses.js';
 
 /** The machine type libvirt resolves q35 to on Harvester's hosts (virt-handler records it). */
 const MACHINE_TYPE = 'pc-q35-rhel9.6.0';
@@ -42,18 +50,8 @@ function upsertCondition(conditions: Condition[] | undefined, cond: Condition): 
   return [...list, old && old.status === cond.status ? old : cond];
 }
 
-/** DHCP and SLAAC on a dual-stack guest network, reduced to: every interface gets addresses no other has. */
-class AddressPool {
-  private next = 10;
-
-  allocate(): Lease {
-    const n = this.next++;
-    return {
-      ipv4: `172.20.${Math.floor(n / 250) % 256}.${(n % 250) + 2}`,
-      ipv6: `fd20:172:20::${n.toString(16)}`,
-    };
-  }
-}
+/** A guest waiting for a DHCP lease (Harvester's IP pool binds its MAC soon) asks again this often. */
+const LEASE_RETRY_MS = 500;
 
 export interface VirtHandlerStandIn {
   reconciler: Reconciler;
@@ -67,10 +65,10 @@ export interface VirtHandlerStandIn {
  */
 export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): VirtHandlerStandIn {
   const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
-  const pods = ctx.informers.get<Pod>(ExtraResources.pod);
+  const pods = ctx.informers.get<Pod>(VMI_PODS.type, VMI_PODS.labelSelector);
   /** When each VMI (by UID) entered the step it is in, as this process saw it. */
   const clocks = new Map<string, { step: string; since: number }>();
-  const addresses = new AddressPool();
+  const networks = sandboxNetworks(ctx);
 
   const remaining = (vmi: VirtualMachineInstance, step: string, delay: number): number => {
     const uid = vmi.metadata.uid ?? '';
@@ -99,20 +97,22 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
     }
   }
 
-  /** The cloud-init network data the guest would read, for the address seam. */
+  /** The cloud-init network data as the launcher hands it to the guest: inline, or from its Secret. */
   async function networkData(vmi: VirtualMachineInstance): Promise<string | undefined> {
     const source = networkDataSource(vmi);
     if (!source) return undefined;
     if ('inline' in source) return source.inline;
-    const secret = await ctx.client.find<{ metadata: object; data?: Record<string, string> }>(
-      Resources.secret,
-      {
-        namespace: vmi.metadata.namespace ?? '',
-        name: source.secret,
-      },
-    );
-    const encoded = secret?.data?.['networkdata'] ?? secret?.data?.['networkData'];
-    return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
+    const secret = await ctx.client.find<Secret>(Resources.secret, {
+      namespace: vmi.metadata.namespace ?? '',
+      name: source.secret,
+    });
+    return networkDataOfSecret(secret?.data);
+  }
+
+  /** The guest's addresses: its interfaces, its cloud-init network data, its networks' servers. */
+  async function guestOf(vmi: VirtualMachineInstance): Promise<GuestAddresses[]> {
+    const nics = (vmi.status?.interfaces ?? []).map((i) => ({ name: i.name ?? '', mac: i.mac ?? '' }));
+    return guestAddresses(nics, await networkData(vmi), networks.serversOf(vmi));
   }
 
   async function start(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
@@ -139,14 +139,12 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
     const agentWait = ctx.behaviour.noIp(owner)
       ? Infinity
       : remaining(vmi, 'Running', ctx.behaviour.delays.guestAgentMs);
-    const agentReports = agentWait === 0 && !(vmi.status?.interfaces ?? []).every((i) => i.ipAddress);
-    const leases = agentReports
-      ? guestAddresses({ vmi, networkData: await networkData(vmi) }, () => addresses.allocate())
-      : [];
+    const needsAddresses = (vmi.status?.interfaces ?? []).some((i) => !i.ipAddress);
+    const guest = agentWait === 0 && needsAddresses ? await guestOf(vmi) : [];
     await writeStatus(vmi, (s, v) => {
       const next: VmiStatus = { ...s, volumeStatus: domainVolumeStatuses(v) };
       if (agentWait === 0) {
-        next.interfaces = withGuestAgentData(s.interfaces ?? [], leases);
+        next.interfaces = withGuestAgentData(s.interfaces ?? [], guest);
         next.conditions = upsertCondition(s.conditions, {
           type: 'AgentConnected',
           status: 'True',
@@ -157,6 +155,7 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
       }
       return next;
     });
+    if (guest.some((g) => g.awaitingLease)) return { requeueAfterMs: LEASE_RETRY_MS };
     if (Number.isFinite(agentWait) && agentWait > 0) return { requeueAfterMs: agentWait };
     // A hot-plug mid-way (mounted, not yet attached) takes another pass, as virt-handler's refresh.
     const midway = domainVolumeStatuses(vmi).some((v) => v.phase === 'MountedToPod');
@@ -198,7 +197,10 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
     ctx.logger.child({ controller: 'virt-handler' }),
   );
   reconciler.watch(vmis, (e) => {
-    if (e.type === 'DELETED') clocks.delete(e.object.metadata.uid ?? '');
+    if (e.type === 'DELETED') {
+      clocks.delete(e.object.metadata.uid ?? '');
+      networks.forget(e.object.metadata.uid ?? '');
+    }
     return keyOf(e.object.metadata.namespace, e.object.metadata.name);
   });
   reconciler.watch(pods, (e) => {

@@ -10,7 +10,12 @@ import { HarvesterDriver } from '../../driver/harvester-driver.js';
 import type { CliContext } from '../context.js';
 import { addDriverFlags, collectFlagValues, givenFlag } from '../driver-flags.js';
 import { UsageError } from '../errors.js';
-import { chooseKubeconfig, overrideContext, readKubeconfigFile } from '../kubeconfig-source.js';
+import {
+  checkCredentialContent,
+  chooseKubeconfig,
+  overrideContext,
+  readKubeconfigFile,
+} from '../kubeconfig-source.js';
 import { checkMachineName } from '../store/host-config.js';
 
 interface CreateOptions extends Record<string, unknown> {
@@ -24,10 +29,15 @@ function kubeconfigFor(ctx: CliContext, opts: CreateOptions, fromFlags: string):
   if (inline !== undefined && opts.kubeconfig) {
     throw new UsageError('give either --kubeconfig or --harvester-kubeconfig-content, not both');
   }
-  if (inline !== undefined) return overrideContext(fromFlags, opts.context, '--harvester-kubeconfig-content');
+  if (inline !== undefined) {
+    checkCredentialContent(fromFlags, '--harvester-kubeconfig-content');
+    return overrideContext(fromFlags, opts.context, '--harvester-kubeconfig-content');
+  }
   if (opts.kubeconfig) return readKubeconfigFile(opts.kubeconfig, '--kubeconfig', opts.context);
-  // HARVESTER_KUBECONFIG_CONTENT
-  if (fromFlags !== '') return overrideContext(fromFlags, opts.context, FLAGS.kubeconfigContent.envVar);
+  if (fromFlags !== '') {
+    checkCredentialContent(fromFlags, FLAGS.kubeconfigContent.envVar);
+    return overrideContext(fromFlags, opts.context, FLAGS.kubeconfigContent.envVar);
+  }
   return chooseKubeconfig(undefined, ctx.env, undefined, opts.context).content;
 }
 
@@ -41,9 +51,11 @@ async function create(ctx: CliContext, name: string, opts: CreateOptions): Promi
   const store = ctx.store;
   const progress = ctx.progress();
   const driver = new HarvesterDriver({
-    // A new machine takes its credential from the flags only.
+    // A new machine takes its credential from the flags only, checked above where it is a
+    // credential's; what the CLI's operator gives it is theirs.
     argv: [],
     env: {},
+    kubeconfigTrust: 'operator',
     logger: ctx.logger(progress),
     progress: (event) => progress.update(event),
   });

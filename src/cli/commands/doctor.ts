@@ -11,8 +11,9 @@ import {
   loadKubeconfig,
 } from '../../kube/kubeconfig-content.js';
 import { KubeClient, type KubeClientOptions } from '../../kube/client.js';
+import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import { isRancherTokenName } from '../../kube/credential.js';
-import { KubeError } from '../../kube/errors.js';
+import { isCredentialRejected } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { registerSecret } from '../../log/redact.js';
 import {
@@ -65,6 +66,8 @@ const PROBE_CLIENT: KubeClientOptions = {
 
 interface Subject {
   kubeconfig: string;
+  /** A cloud credential's (inline credentials only) or a file of the operator's. */
+  trust: KubeconfigTrust;
   origin: CredentialOrigin;
   expirySources: ExpirySource[];
   results: CheckResult[];
@@ -81,7 +84,7 @@ async function fromCloudCredential(
   try {
     secret = await rancher.find<KubeObject & CloudCredentialSecret>(Resources.secret, at);
   } catch (err) {
-    const rejected = err instanceof KubeError && err.kind === 'CredentialRejected';
+    const rejected = isCredentialRejected(err);
     return {
       check,
       status: 'fail',
@@ -110,6 +113,7 @@ async function fromCloudCredential(
   const expiresAt = expiryFromAnnotation(secret);
   return {
     kubeconfig,
+    trust: 'credential',
     origin: { cloudCredential: label, viaRancher: true },
     expirySources: expiresAt
       ? [{ source: `annotation ${ANNOTATION_CREDENTIAL_EXPIRATION} of ${label}`, expiresAt }]
@@ -124,15 +128,18 @@ async function fromCloudCredential(
   };
 }
 
-function kubeconfigCheck(kubeconfig: string): {
+function kubeconfigCheck(
+  kubeconfig: string,
+  trust: KubeconfigTrust,
+): {
   result: CheckResult;
   facts?: { https: boolean; skipVerify: boolean; hasCa: boolean };
 } {
   try {
-    const d = describeKubeconfig(kubeconfig);
-    const saved = describeSavedCredential(kubeconfig);
+    const d = describeKubeconfig(kubeconfig, trust);
+    const saved = describeSavedCredential(kubeconfig, trust);
     const identity = 'error' in saved ? d.userName : saved.identity;
-    const kc = loadKubeconfig(kubeconfig);
+    const kc = loadKubeconfig(kubeconfig, trust);
     const cluster = kc.getCurrentCluster();
     return {
       result: {
@@ -154,7 +161,10 @@ function kubeconfigCheck(kubeconfig: string): {
         check: 'kubeconfig',
         status: 'fail',
         detail: message,
-        fix: 'download a fresh kubeconfig from Harvester or Rancher',
+        fix:
+          trust === 'credential'
+            ? 'make the cloud credential anew in Rancher (Cluster Management > Cloud Credentials), with the kubeconfig Rancher or Harvester gives'
+            : 'download a fresh kubeconfig from Harvester or Rancher',
       },
     };
   }
@@ -166,17 +176,18 @@ async function checkKubeconfig(
   rancher: KubeClient | undefined,
 ): Promise<CheckResult[]> {
   const results = [...subject.results];
-  const parsed = kubeconfigCheck(subject.kubeconfig);
+  const { trust } = subject;
+  const parsed = kubeconfigCheck(subject.kubeconfig, trust);
   results.push(parsed.result);
   if (!parsed.facts) return results;
-  const description = describeKubeconfig(subject.kubeconfig);
+  const description = describeKubeconfig(subject.kubeconfig, trust);
   const origin: CredentialOrigin = {
     ...subject.origin,
     viaRancher: subject.origin.viaRancher || /\/k8s\/clusters\/[^/]+/.test(description.server),
   };
-  const saved = describeSavedCredential(subject.kubeconfig);
+  const saved = describeSavedCredential(subject.kubeconfig, trust);
   const identity = 'error' in saved ? 'the credential' : saved.identity;
-  const client = KubeClient.fromKubeconfig(subject.kubeconfig, PROBE_CLIENT);
+  const client = KubeClient.fromKubeconfig(subject.kubeconfig, { ...PROBE_CLIENT, trust });
   try {
     const connection = await probeConnection(client);
     results.push(reachabilityVerdict(connection), tlsVerdict(connection, parsed.facts));
@@ -224,10 +235,10 @@ async function doctor(ctx: CliContext, opts: DoctorOptions): Promise<void> {
   }
   const credentialRef = opts.cloudCredential ? parseCredentialRef(opts.cloudCredential) : undefined;
   const rancher = opts.rancherKubeconfig
-    ? KubeClient.fromKubeconfig(
-        readKubeconfigFile(opts.rancherKubeconfig, '--rancher-kubeconfig'),
-        PROBE_CLIENT,
-      )
+    ? KubeClient.fromKubeconfig(readKubeconfigFile(opts.rancherKubeconfig, '--rancher-kubeconfig'), {
+        ...PROBE_CLIENT,
+        trust: 'operator',
+      })
     : undefined;
   let results: CheckResult[];
   try {
@@ -235,7 +246,13 @@ async function doctor(ctx: CliContext, opts: DoctorOptions): Promise<void> {
     if (credentialRef && rancher) subject = await fromCloudCredential(credentialRef, rancher);
     else {
       const choice = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
-      subject = { kubeconfig: choice.content, origin: { viaRancher: false }, expirySources: [], results: [] };
+      subject = {
+        kubeconfig: choice.content,
+        trust: choice.trust,
+        origin: { viaRancher: false },
+        expirySources: [],
+        results: [],
+      };
     }
     results = 'kubeconfig' in subject ? await checkKubeconfig(subject, opts, rancher) : [subject];
   } finally {

@@ -1,6 +1,7 @@
 // leftovers: what deleted guest clusters left on Harvester: host volumes no VM uses
-// (`volumes orphaned`, harvester#7765) and the load balancers their cloud provider made,
-// which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md).
+// (`volumes orphaned`, harvester#7765), the load balancers their cloud provider made,
+// which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md), and
+// the driver's address claims whose VM is gone (docs/decisions/0016-per-machine-addresses.md).
 // Nothing of a guest cluster that still has a VM is ever listed. Dry run by default; with
 // --delete, after one confirmation, each item is re-checked right before its delete and
 // deleted only as the object that was listed.
@@ -8,7 +9,7 @@ import type { Command } from 'commander';
 import { findOrphans, volumesToDelete } from '../../harvester/orphaned-volumes.js';
 import { findLeftoverLoadBalancers, loadBalancersToDelete } from '../../harvester/load-balancers.js';
 import { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isForbidden } from '../../kube/errors.js';
 import { confirm } from '../confirm.js';
 import type { CliContext, OutputFormat } from '../context.js';
 import { ExitWithCode, UsageError } from '../errors.js';
@@ -20,6 +21,13 @@ import {
   scanLoadBalancers,
   type LbDeletionOutcome,
 } from '../leftovers/load-balancers.js';
+import {
+  claimReportJson,
+  deleteLeftoverClaims,
+  renderClaimReport,
+  scanAddressClaims,
+  type ClaimDeletionOutcome,
+} from '../leftovers/address-claims.js';
 import { scanCluster } from '../volumes/cluster-scan.js';
 import { orphanReportJson, renderOrphanReport } from '../volumes/orphan-view.js';
 import { outputOption } from './machine-info.js';
@@ -38,11 +46,11 @@ interface LeftoversOptions {
 async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
-  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env);
-  const client = KubeClient.fromKubeconfig(content);
+  const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env);
+  const client = KubeClient.fromKubeconfig(content, { trust });
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
-      if (err instanceof KubeError && err.kind === 'Forbidden' && opts.namespace === undefined)
+      if (isForbidden(err) && opts.namespace === undefined)
         throw new UsageError(
           `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
         );
@@ -54,10 +62,15 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     const lbs = lbScan.loadBalancers
       ? findLeftoverLoadBalancers(lbScan.loadBalancers, lbScan.vms, { now, minAgeMs })
       : undefined;
+    const claimScan = await scanAddressClaims(client, opts.namespace, scan.vms, minAgeMs);
     const includeUnknown = Boolean(opts.includeUnknown);
     const report = (): Record<string, unknown> => ({
       volumes: orphanReportJson(volumes),
-      loadBalancers: lbReportJson(lbs, lbScan.notListed),
+      loadBalancers: {
+        ...(lbReportJson(lbs, lbScan.notListed) as Record<string, unknown>),
+        ...(lbScan.unreadable ? { vmsUnreadableIn: lbScan.unreadable } : {}),
+      },
+      addressClaims: claimReportJson(claimScan),
     });
     const text = (): void => {
       for (const line of renderOrphanReport(volumes, { minAge: opts.minAge })) ctx.out(line);
@@ -65,8 +78,11 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
       for (const line of renderLbReport(lbs, {
         minAge: opts.minAge,
         ...(lbScan.notListed ? { notListed: lbScan.notListed } : {}),
+        ...(lbScan.unreadable ? { unreadable: lbScan.unreadable } : {}),
       }))
         ctx.out(line);
+      ctx.out();
+      for (const line of renderClaimReport(claimScan)) ctx.out(line);
     };
     if (!opts.delete) {
       if (opts.output === 'json') ctx.json(report());
@@ -76,13 +92,15 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     if (opts.output === 'text') text();
     const volumeTargets = volumesToDelete(volumes, includeUnknown);
     const lbTargets = lbs ? loadBalancersToDelete(lbs, includeUnknown) : [];
+    const claimTargets = claimScan.claims ?? [];
     let volumeOutcome: DeletionOutcome = { deleted: [], skipped: [], failed: [] };
     let lbOutcome: LbDeletionOutcome = { deleted: [], skipped: [], failed: [] };
-    if (volumeTargets.length + lbTargets.length === 0) ctx.note('Nothing to delete.');
+    let claimOutcome: ClaimDeletionOutcome = { deleted: [], failed: [] };
+    if (volumeTargets.length + lbTargets.length + claimTargets.length === 0) ctx.note('Nothing to delete.');
     else if (
       !(await confirm(
         ctx,
-        `Delete ${volumeTargets.length} volume(s) and the data on them, and ${lbTargets.length} load balancer(s) and the addresses they hold?`,
+        `Delete ${volumeTargets.length} volume(s) and the data on them, ${lbTargets.length} load balancer(s) and the addresses they hold, and ${claimTargets.length} address claim(s)?`,
         opts.yes,
       ))
     ) {
@@ -95,15 +113,21 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
         includeUnknown,
         namespace: opts.namespace,
       });
+      claimOutcome = await deleteLeftoverClaims(client, claimTargets);
     }
     if (opts.output === 'json')
-      ctx.json({ ...report(), deletion: { volumes: volumeOutcome, loadBalancers: lbOutcome } });
+      ctx.json({
+        ...report(),
+        deletion: { volumes: volumeOutcome, loadBalancers: lbOutcome, addressClaims: claimOutcome },
+      });
     else
       ctx.out(
         `Volumes: deleted ${volumeOutcome.deleted.length}, skipped ${volumeOutcome.skipped.length}, failed ${volumeOutcome.failed.length}. ` +
-          `Load balancers: deleted ${lbOutcome.deleted.length}, skipped ${lbOutcome.skipped.length}, failed ${lbOutcome.failed.length}.`,
+          `Load balancers: deleted ${lbOutcome.deleted.length}, skipped ${lbOutcome.skipped.length}, failed ${lbOutcome.failed.length}. ` +
+          `Address claims: deleted ${claimOutcome.deleted.length}, failed ${claimOutcome.failed.length}.`,
       );
-    if (volumeOutcome.failed.length + lbOutcome.failed.length > 0) throw new ExitWithCode(1);
+    if (volumeOutcome.failed.length + lbOutcome.failed.length + claimOutcome.failed.length > 0)
+      throw new ExitWithCode(1);
   } finally {
     client.close();
   }
@@ -113,9 +137,12 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
   program
     .command('leftovers')
     .description(
-      'list what deleted guest clusters left on Harvester: volumes no VM uses and load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster; --delete removes them',
+      'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, and fixed-address claims whose VM is gone; --delete removes them',
     )
-    .option('-n, --namespace <namespace>', 'look in this namespace only (default: every namespace)')
+    .option(
+      '-n, --namespace <namespace>',
+      'look in this namespace only (default: every namespace); whether a guest cluster is gone is still judged by its VMs in every namespace the credential can read',
+    )
     .option(
       '--kubeconfig <file>',
       'Harvester kubeconfig (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',

@@ -10,7 +10,7 @@ import { addFreshCredentialFlag } from '../driver-flags.js';
 import { MachineNotFoundError } from '../errors.js';
 import { renderTable } from '../format/table.js';
 import { openMachine, vmRefOf, type FreshCredentialOptions } from '../machines.js';
-import { redactedHost, summarize, type MachineSummary } from '../machine-view.js';
+import { describeFixedAddress, redactedHost, summarize, type MachineSummary } from '../machine-view.js';
 
 interface ReadOptions extends FreshCredentialOptions {
   output: OutputFormat;
@@ -45,7 +45,16 @@ async function stateOf(ctx: CliContext, name: string): Promise<LsEntry> {
     (err: unknown) => err as Error,
   );
   if (opened instanceof Error) {
-    const unreadable = { name, namespace: '', vm: '', clusterName: '', ip: '', ipv6: '' };
+    const unreadable = {
+      name,
+      namespace: '',
+      vm: '',
+      clusterName: '',
+      ip: '',
+      ipv6: '',
+      addressSource: '' as const,
+      fixedAddress: null,
+    };
     const error = redact(opened.message);
     return { ...unreadable, credential: { error }, state: 'Error', error, credentialRejected: false };
   }
@@ -75,8 +84,17 @@ async function ls(ctx: CliContext, opts: { output: OutputFormat }): Promise<void
   await Promise.all(Array.from({ length: Math.min(LS_PARALLELISM, names.length) }, worker));
   if (opts.output === 'json') return ctx.json(entries);
   if (entries.length === 0) return ctx.note(`No machines in ${ctx.store.root}`);
-  const rows = entries.map((e) => [e.name, e.state, e.vm, e.clusterName || '-', e.ip || '-', e.error ?? '']);
-  for (const line of renderTable(['name', 'state', 'vm', 'cluster', 'ip', 'errors'], rows)) ctx.out(line);
+  const rows = entries.map((e) => [
+    e.name,
+    e.state,
+    e.vm,
+    e.clusterName || '-',
+    e.ip || '-',
+    e.addressSource || '-',
+    e.error ?? '',
+  ]);
+  for (const line of renderTable(['name', 'state', 'vm', 'cluster', 'ip', 'ip from', 'errors'], rows))
+    ctx.out(line);
 }
 
 async function inspect(ctx: CliContext, name: string, opts: { output: OutputFormat }): Promise<void> {
@@ -95,8 +113,9 @@ async function inspect(ctx: CliContext, name: string, opts: { output: OutputForm
     ['Name', summary.name],
     ['VM', summary.vm],
     ['Guest cluster', summary.clusterName || '-'],
-    ['IP', summary.ip || '-'],
+    ['IP', summary.ip ? `${summary.ip} (from ${summary.addressSource})` : '-'],
     ['IPv6', summary.ipv6 || '-'],
+    ['Fixed address', summary.fixedAddress ? describeFixedAddress(summary.fixedAddress) : '-'],
     ['CPU', d['CPU']],
     ['Memory', d['MemorySize']],
     ['Image', d['ImageName'] || '-'],

@@ -4,7 +4,7 @@
 // that was listed (uid precondition).
 import type { Command } from 'commander';
 import { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isCredentialRejected, isForbidden } from '../../kube/errors.js';
 import { Resources } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import { confirm } from '../confirm.js';
@@ -81,7 +81,7 @@ export async function deleteOrphans(
       outcome.deleted.push(ref);
       ctx.note(`deleted ${ref}`);
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') throw err;
+      if (isCredentialRejected(err)) throw err;
       const error = redact((err as Error).message);
       outcome.failed.push({ volume: ref, error });
       ctx.note(`failed ${ref}: ${error}`);
@@ -93,11 +93,11 @@ export async function deleteOrphans(
 async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
-  const { content } = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
-  const client = KubeClient.fromKubeconfig(content);
+  const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
+  const client = KubeClient.fromKubeconfig(content, { trust });
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
-      if (err instanceof KubeError && err.kind === 'Forbidden' && opts.namespace === undefined) {
+      if (isForbidden(err) && opts.namespace === undefined) {
         throw new UsageError(
           `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
         );

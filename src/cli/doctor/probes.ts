@@ -3,8 +3,8 @@
 // (SelfSubjectAccessReview per verb), and what Rancher knows of the credential (the
 // cloud-credential Secret, the token behind it).
 import type { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
-import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
+import { isKubeError, KubeError } from '../../kube/errors.js';
+import { Resources, type KubeObject, type NewObject, type ResourceType } from '../../kube/resources.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
 import { UsageError } from '../errors.js';
 import { DRIVER_ACCESS, type AccessNeed } from './required-access.js';
@@ -93,7 +93,7 @@ async function canI(
           ...(need.scope === 'namespace' ? { namespace } : {}),
         },
       },
-    } as SelfSubjectAccessReview);
+    } as NewObject<SelfSubjectAccessReview>);
     return { verb, ...(subresource ? { subresource } : {}), allowed: review.status?.allowed === true };
   } catch (err) {
     if (!(err instanceof KubeError)) throw err;
@@ -156,7 +156,7 @@ export async function rancherTokenExpiry(
     const created = Date.parse(token.metadata.creationTimestamp ?? '');
     return Number.isNaN(created) ? undefined : new Date(created + token.ttl);
   } catch (err) {
-    if (err instanceof KubeError && (err.kind === 'Forbidden' || err.kind === 'NotFound')) return undefined;
+    if (isKubeError(err, 'Forbidden', 'NotFound')) return undefined;
     throw err;
   }
 }

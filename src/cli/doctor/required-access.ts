@@ -57,6 +57,35 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
     usedFor: 'cloud-init Secrets (user data over 2048 bytes, --harvester-cloud-init-in-secret)',
   },
   {
+    group: '',
+    resource: 'configmaps',
+    // the address claims of --harvester-ip-pool-info: listConfigMaps, findConfigMap,
+    // createConfigMap, setConfigMapOwner (patch), deleteConfigMap
+    verbs: ['get', 'list', 'create', 'patch', 'delete'],
+    scope: 'namespace',
+    usedFor:
+      'fixed addresses from --harvester-ip-pool-info (one claim per address; not needed without that flag)',
+    optional: true,
+  },
+  {
+    group: 'network.harvesterhci.io',
+    resource: 'virtualmachinenetworkconfigs',
+    // the wait for the address Harvester's IP pool binds to the VM's MAC; the pre-create check names holders
+    verbs: ['get', 'list', 'watch'],
+    scope: 'namespace',
+    usedFor: "--harvester-ip-pool-info on a network Harvester's IP pool (vm-dhcp-controller) serves",
+    optional: true,
+  },
+  {
+    group: 'network.harvesterhci.io',
+    resource: 'ippools',
+    // findVmDhcpIpPool in the pre-create check (skipped with a warning without it)
+    verbs: ['get'],
+    scope: 'namespace',
+    usedFor: 'the pre-create check of a Harvester IP pool (skipped with a warning without it)',
+    optional: true,
+  },
+  {
     group: 'harvesterhci.io',
     resource: 'settings',
     verbs: ['get'],

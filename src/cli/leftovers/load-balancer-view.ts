@@ -5,7 +5,7 @@ import { renderTable } from '../format/table.js';
 
 export function renderLbReport(
   report: LeftoverLbReport | undefined,
-  opts: { minAge: string; notListed?: string },
+  opts: { minAge: string; notListed?: string; unreadable?: string[] },
 ): string[] {
   if (!report) return [`Load balancers not checked: ${opts.notListed ?? 'not listed'}.`];
   const total = report.groups.reduce((n, g) => n + g.loadBalancers.length, 0);
@@ -35,6 +35,10 @@ export function renderLbReport(
     '',
     `Load balancers not listed: ${s.liveCluster.length} of a guest cluster that still has VMs, ${s.tooNew.length} younger than ${opts.minAge}, ${s.deleting.length} being deleted; ${report.notConsidered} VM load balancer(s) are not guest-cluster ones.`,
   );
+  if (opts.unreadable?.length)
+    lines.push(
+      `VMs could not be read in ${opts.unreadable.join(', ')}: a guest cluster whose VMs are only there may be listed although it is still there.`,
+    );
   if (report.groups.some((g) => g.cluster === null))
     lines.push('--delete leaves load balancers of no known cluster alone unless --include-unknown is given.');
   return lines;

@@ -4,7 +4,7 @@
 // object that was listed (uid precondition).
 import type { CliContext } from '../context.js';
 import type { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isCredentialRejected, isForbidden, isNotFound } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import {
@@ -20,32 +20,89 @@ export interface LbScan {
   loadBalancers: LoadBalancer[] | undefined;
   /** Why they were not listed. */
   notListed?: string;
+  /** The VMs that tell whether a guest cluster is still there: of every namespace readable. */
   vms: VmLike[];
+  /** Where VMs could not be read: a cluster with VMs only there may look gone. */
+  unreadable?: string[];
+}
+
+export interface GuestVms {
+  vms: VmLike[];
+  unreadable: string[];
+}
+
+/**
+ * The VMs that say whether a guest cluster is gone: of every namespace the credential can
+ * read, whatever --namespace is (a cluster's pools may put VMs in several namespaces, and
+ * its cloud provider makes load balancers in only one of them). Cluster-wide if allowed,
+ * else namespace by namespace; what could not be read is named.
+ */
+export async function guestClusterVms(
+  client: KubeClient,
+  namespace: string | undefined,
+  scanned: readonly VmLike[],
+): Promise<GuestVms> {
+  if (namespace === undefined) return { vms: [...scanned], unreadable: [] };
+  const forbidden = isForbidden;
+  try {
+    return { vms: (await client.list<KubeObject>(Resources.virtualMachine, {})).items, unreadable: [] };
+  } catch (err) {
+    if (!forbidden(err)) throw err;
+  }
+  let namespaces: string[];
+  try {
+    namespaces = (await client.list<KubeObject>(Resources.namespace, {})).items.map(
+      (n) => n.metadata.name ?? '',
+    );
+  } catch (err) {
+    if (!forbidden(err)) throw err;
+    return {
+      vms: [...scanned],
+      unreadable: [
+        `every namespace but ${namespace} (the credential may list neither VMs cluster-wide nor namespaces)`,
+      ],
+    };
+  }
+  const vms: VmLike[] = [...scanned];
+  const unreadable: string[] = [];
+  for (const ns of namespaces.filter((n) => n !== namespace)) {
+    try {
+      vms.push(...(await client.list<KubeObject>(Resources.virtualMachine, { namespace: ns })).items);
+    } catch (err) {
+      if (!forbidden(err)) throw err;
+      unreadable.push(ns);
+    }
+  }
+  return { vms, unreadable };
 }
 
 export async function scanLoadBalancers(
   client: KubeClient,
   namespace: string | undefined,
-  vms: readonly VmLike[],
+  scanned: readonly VmLike[],
 ): Promise<LbScan> {
+  const { vms, unreadable } = await guestClusterVms(client, namespace, scanned);
+  const seen = unreadable.length > 0 ? { unreadable } : {};
   try {
     const list = await client.list<KubeObject>(
       Resources.loadBalancer,
       namespace !== undefined ? { namespace } : {},
     );
-    return { loadBalancers: list.items as unknown as LoadBalancer[], vms: [...vms] };
+    return { loadBalancers: list.items as unknown as LoadBalancer[], vms, ...seen };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'NotFound')
+    if (isNotFound(err))
       return {
         loadBalancers: undefined,
         notListed: 'Harvester serves no loadbalancers.loadbalancer.harvesterhci.io',
-        vms: [...vms],
+        vms,
+        ...seen,
       };
-    if (err instanceof KubeError && err.kind === 'Forbidden')
+    if (isForbidden(err))
       return {
         loadBalancers: undefined,
         notListed: `the credential may not list load balancers: ${err.message}`,
-        vms: [...vms],
+        vms,
+        ...seen,
       };
     throw err;
   }
@@ -68,14 +125,12 @@ async function recheck(
   });
   if (!fresh) return 'already gone';
   if (lb.uid && fresh.metadata.uid !== lb.uid) return 'replaced by a new load balancer of the same name';
-  const vms = await client.list<KubeObject>(
+  const scanned = await client.list<KubeObject>(
     Resources.virtualMachine,
     opts.namespace !== undefined ? { namespace: opts.namespace } : {},
   );
-  const now = classifyLoadBalancer(
-    fresh as unknown as LoadBalancer,
-    lbClassifyContext(vms.items, new Date(), opts.minAgeMs),
-  );
+  const { vms } = await guestClusterVms(client, opts.namespace, scanned.items);
+  const now = classifyLoadBalancer(fresh, lbClassifyContext(vms, new Date(), opts.minAgeMs));
   if (now.kind === 'skip') return now.reason;
   if (now.kind === 'not-considered') return 'no longer a guest-cluster load balancer';
   if (now.loadBalancer.cluster === null && !opts.includeUnknown)
@@ -107,7 +162,7 @@ export async function deleteLeftoverLoadBalancers(
       outcome.deleted.push(ref);
       ctx.note(`deleted load balancer ${ref}${lb.address ? ` (releases ${lb.address})` : ''}`);
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'CredentialRejected') throw err;
+      if (isCredentialRejected(err)) throw err;
       const error = redact((err as Error).message);
       outcome.failed.push({ loadBalancer: ref, error });
       ctx.note(`failed load balancer ${ref}: ${error}`);

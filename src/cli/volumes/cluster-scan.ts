@@ -3,7 +3,7 @@
 // list them the finder still works, on VMs and VM instances alone.
 import type { VirtualMachine, VirtualMachineInstance } from '../../harvester/types.js';
 import type { KubeClient } from '../../kube/client.js';
-import { KubeError } from '../../kube/errors.js';
+import { isKubeError } from '../../kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
 import type { ClusterScan, EventLike, HostPvc, PodLike } from '../../harvester/orphaned-volumes.js';
 
@@ -26,7 +26,7 @@ async function listOptional<T>(
   try {
     return await listAll<T>(client, type, namespace);
   } catch (err) {
-    if (err instanceof KubeError && (err.kind === 'Forbidden' || err.kind === 'NotFound')) return undefined;
+    if (isKubeError(err, 'Forbidden', 'NotFound')) return undefined;
     throw err;
   }
 }

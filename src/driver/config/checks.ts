@@ -14,8 +14,11 @@ import {
 import type { GoDriverConfig } from '../../harvester/go-config.js';
 import { hostDeviceInfoProblems } from '../../harvester/host-devices.js';
 import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
+import { fixedNetworkProblems } from './fixed-address-checks.js';
+import { vmAnnotationProblems, vmLabelProblems } from '../../harvester/user-metadata.js';
 import { isValidLabelValue } from '../../harvester/labels.js';
 import { networkDataProblems } from '../../harvester/network-data.js';
+import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import { kubeconfigProblems } from '../../kube/kubeconfig-content.js';
 import { cliName, FLAGS, type FlagSpec } from '../flags.js';
 import type { DriverConfig } from './driver-config.js';
@@ -133,9 +136,9 @@ function checkNetworks(cfg: DriverConfig, problems: Problems, unparsed: Unparsed
   }
 }
 
-function checkAccess(cfg: DriverConfig, problems: Problems): void {
+function checkAccess(cfg: DriverConfig, problems: Problems, trust: KubeconfigTrust): void {
   if (cfg.KubeConfigContent !== '') {
-    for (const p of kubeconfigProblems(cfg.KubeConfigContent))
+    for (const p of kubeconfigProblems(cfg.KubeConfigContent, trust))
       problems.add(FLAGS.kubeconfigContent, `the kubeconfig ${p}`);
   }
   if (!DNS_LABEL.test(cfg.VMNamespace)) {
@@ -238,14 +241,25 @@ export function configWarnings(cfg: DriverConfig): string[] {
   return warnings;
 }
 
-/** Every problem of a config (from flags or a saved config.json), each naming its flag. */
-export function configProblems(cfg: DriverConfig, unparsed: Unparsed = new Set()): ConfigProblem[] {
+/**
+ * Every problem of a config (from flags or a saved config.json), each naming its flag.
+ * `trust` is whose the kubeconfig content is: a cloud credential's unless the program that
+ * embeds the driver says it is its operator's own (the CLI).
+ */
+export function configProblems(
+  cfg: DriverConfig,
+  unparsed: Unparsed = new Set(),
+  trust: KubeconfigTrust = 'credential',
+): ConfigProblem[] {
   const problems = new Problems();
-  checkAccess(cfg, problems);
+  checkAccess(cfg, problems, trust);
   checkResources(cfg, problems);
   checkDisks(cfg, problems, unparsed);
   checkNetworks(cfg, problems, unparsed);
   checkCloudInit(cfg, problems);
   checkTimeouts(cfg, problems);
+  fixedNetworkProblems(cfg, problems);
+  problems.addAll(FLAGS.vmLabels, vmLabelProblems(cfg.HarvesterMachine.VMLabels));
+  problems.addAll(FLAGS.vmAnnotations, vmAnnotationProblems(cfg.HarvesterMachine.VMAnnotations));
   return problems.list;
 }

@@ -1,5 +1,7 @@
 // The driver's saved config: the Go driver's fields, and our options under one extra key.
+import type { FixedAddress } from '../../harvester/address-claims.js';
 import { newGoDriverConfig, type GoDriverConfig } from '../../harvester/go-config.js';
+import type { IpPoolInfo } from '../../harvester/ip-pool.js';
 import { GO_WAIT_SECONDS } from '../flags.js';
 
 /** Our settings that the Go driver has no field for; saved under one extra key, "HarvesterMachine". */
@@ -10,6 +12,14 @@ export interface HarvesterMachineOptions {
   /** --harvester-ip-network; "" = the first interface with an address. */
   IPNetwork: string;
   CloudInitInSecret: boolean;
+  /** --harvester-ip-pool-info; null = no fixed address. */
+  IPPoolInfo: IpPoolInfo | null;
+  /** --harvester-vm-labels. */
+  VMLabels: Record<string, string>;
+  /** --harvester-vm-annotations. */
+  VMAnnotations: Record<string, string>;
+  /** The fixed address Create took from the pool, and who holds it; null until then. */
+  FixedAddress: FixedAddress | null;
 }
 
 export type DriverConfig = GoDriverConfig & { HarvesterMachine: HarvesterMachineOptions };
@@ -21,6 +31,10 @@ export function defaultHarvesterMachineOptions(): HarvesterMachineOptions {
     RemoveTimeoutSeconds: GO_WAIT_SECONDS,
     IPNetwork: '',
     CloudInitInSecret: false,
+    IPPoolInfo: null,
+    VMLabels: {},
+    VMAnnotations: {},
+    FixedAddress: null,
   };
 }
 

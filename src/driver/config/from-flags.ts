@@ -5,9 +5,12 @@
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../../harvester/disk-network-info.js';
 import type { GoDriverConfig } from '../../harvester/go-config.js';
 import { parseHostDeviceInfo } from '../../harvester/host-devices.js';
+import { parseIpPoolInfo } from '../../harvester/ip-pool.js';
+import { parseKeyValues } from '../../harvester/user-metadata.js';
 import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
 import { FLAGS, type FlagSpec } from '../flags.js';
 import type { FlagValues } from '../machine-driver.js';
+import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import { configProblems } from './checks.js';
 import { defaultHarvesterMachineOptions, type DriverConfig } from './driver-config.js';
 import { ConfigError, Problems } from './problems.js';
@@ -65,7 +68,11 @@ class FlagReader {
  * Go's SetConfigFromFlags on a copy of `base` (a new driver: MachineName, StorePath),
  * then every check. Throws ConfigError listing all problems.
  */
-export function configFromFlags(values: FlagValues, base: GoDriverConfig | DriverConfig): DriverConfig {
+export function configFromFlags(
+  values: FlagValues,
+  base: GoDriverConfig | DriverConfig,
+  trust: KubeconfigTrust = 'credential',
+): DriverConfig {
   const problems = new Problems();
   const read = new FlagReader(values, problems);
   const cfg: DriverConfig = {
@@ -144,17 +151,30 @@ export function configFromFlags(values: FlagValues, base: GoDriverConfig | Drive
   cfg.IsolateEmulatorThread = read.bool(FLAGS.isolateEmulatorThread);
   cfg.EnableTPM = read.bool(FLAGS.enableTpm);
 
+  const ipPoolText = decodeBase64OrPlain(read.string(FLAGS.ipPoolInfo));
+  const ipPool = ipPoolText.trim() !== '' ? parseIpPoolInfo(ipPoolText) : undefined;
+  if (ipPool) problems.addAll(FLAGS.ipPoolInfo, ipPool.problems);
+  const labels = parseKeyValues(read.string(FLAGS.vmLabels));
+  problems.addAll(FLAGS.vmLabels, labels.problems);
+  const annotations = parseKeyValues(read.string(FLAGS.vmAnnotations));
+  problems.addAll(FLAGS.vmAnnotations, annotations.problems);
+
   cfg.HarvesterMachine = {
     CreateTimeoutSeconds: read.int(FLAGS.createTimeout),
     IPTimeoutSeconds: read.int(FLAGS.ipTimeout),
     RemoveTimeoutSeconds: read.int(FLAGS.removeTimeout),
     IPNetwork: read.string(FLAGS.ipNetwork),
     CloudInitInSecret: read.bool(FLAGS.cloudInitInSecret),
+    IPPoolInfo: ipPool?.value ?? null,
+    VMLabels: labels.value ?? {},
+    VMAnnotations: annotations.value ?? {},
+    // Set by Create; a new config from flags has none yet.
+    FixedAddress: null,
   };
 
   // Type problems first; a flag with a type problem is not checked again below.
   const typeProblems = new Set(problems.list.map((p) => p.flag));
-  for (const p of configProblems(cfg, unparsed)) {
+  for (const p of configProblems(cfg, unparsed, trust)) {
     if (!typeProblems.has(p.flag)) problems.list.push(p);
   }
   if (problems.list.length > 0) throw new ConfigError(problems.list);

@@ -1,5 +1,6 @@
 // What every lifecycle operation gets: the config (which Create updates), the Harvester
 // API under the freshest credential, a logger, and a progress callback for waits.
+import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import type { Logger } from '../../log/logger.js';
 import type { DriverConfig } from '../config.js';
 import type { HarvesterApi } from '../harvester-api.js';
@@ -23,6 +24,8 @@ export interface OperationContext {
   progressIntervalMs?: number;
   /** Where the machine's SSH private key lives (BaseDriver.GetSSHKeyPath). */
   sshKeyPath: string;
+  /** Whose the kubeconfig content is: a cloud credential's (the plugin) or the operator's (the CLI). */
+  kubeconfigTrust: KubeconfigTrust;
 }
 
 export const seconds = (s: number): number => s * 1000;

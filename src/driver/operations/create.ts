@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { KubeError } from '../../kube/errors.js';
+import { isAlreadyExists } from '../../kube/errors.js';
 import { ConfigError, configProblems, configWarnings } from '../config.js';
 import { withVmOwnerReference } from '../../harvester/cloud-init.js';
 import { namespacedName } from '../../harvester/names.js';
@@ -13,8 +13,18 @@ import { buildVirtualMachine } from '../../harvester/vm-spec.js';
 import { registerSecret } from '../../log/redact.js';
 import { generateSshKeyPair, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
 import type { Vm } from '../harvester-api.js';
+import { fixedAddressAnnotation, ANNOTATION_FIXED_ADDRESS } from '../../harvester/address-claims.js';
 import { isOurAbandonedVm } from './adopt.js';
-import { addressesOf } from './machine-status.js';
+import {
+  adoptClaim,
+  fixedAddressOf,
+  networkDataFor,
+  prepareFixedAddress,
+  releaseClaim,
+  settleWithVm,
+  type PreparedAddress,
+} from './fixed-address.js';
+import { addressesOf, fixedIsNodeAddress } from './machine-status.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitForIp, waitRunning } from './waits.js';
 
@@ -89,7 +99,7 @@ async function createOrContinue(ctx: OperationContext, vm: Vm): Promise<Vm> {
   try {
     return await ctx.api.createVm(vm);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
     const existing = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
     if (existing && isOurAbandonedVm(existing, ctx.config)) {
       ctx.log.info(`VM ${vmRef(ctx.config)} exists from an earlier attempt; continuing with it`);
@@ -105,12 +115,12 @@ async function createOrContinue(ctx: OperationContext, vm: Vm): Promise<Vm> {
 async function ensureCloudInitSecret(ctx: OperationContext, secret: Secret, vm: Vm): Promise<void> {
   const owned = withVmOwnerReference(secret, {
     ...vm,
-    metadata: { ...vm.metadata, name: vm.metadata.name ?? '' },
+    metadata: { ...vm.metadata, name: vm.metadata.name },
   });
   try {
     await ctx.api.createSecret(owned);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
     const current = await ctx.api.findSecret(
       secret.metadata.namespace ?? ctx.config.VMNamespace,
       secret.metadata.name,
@@ -127,7 +137,7 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
   const cfg = ctx.config;
   // PreCreateCheck checks this too, but a config loaded from config.json (SetConfigRaw) can
   // reach Create without it: nothing may be created from a config that fails the checks.
-  const problems = configProblems(cfg);
+  const problems = configProblems(cfg, undefined, ctx.kubeconfigTrust);
   if (problems.length > 0) throw new ConfigError(problems);
   for (const warning of configWarnings(cfg)) ctx.log.warn(warning);
   await ensureSshKey(ctx);
@@ -139,20 +149,62 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
       })
     : undefined;
   const classes = await imageStorageClasses(ctx);
-  const built = buildVirtualMachine(cfg, {
-    ...(cloudConfigContent !== undefined ? { cloudConfigContent } : {}),
-    random: randomSuffix,
-    imageStorageClass: (id) => classes.get(id),
-    cloudInitInSecret: cfg.HarvesterMachine.CloudInitInSecret,
-  });
-  const secret = built.cloudInitSecret;
-  ctx.log.info(
-    `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${cfg.VMNamespace}/${secret.metadata.name})` : ''}`,
-  );
-  const vm = await createOrContinue(ctx, built.vm);
-  if (secret) await ensureCloudInitSecret(ctx, secret, vm);
+  const build = (prepared?: PreparedAddress) =>
+    buildVirtualMachine(cfg, {
+      ...(cloudConfigContent !== undefined ? { cloudConfigContent } : {}),
+      random: randomSuffix,
+      imageStorageClass: (id) => classes.get(id),
+      cloudInitInSecret: cfg.HarvesterMachine.CloudInitInSecret,
+      userLabels: cfg.HarvesterMachine.VMLabels,
+      userAnnotations: cfg.HarvesterMachine.VMAnnotations,
+      ...(prepared
+        ? {
+            macAddresses: prepared.macs,
+            networkData: networkDataFor(ctx, prepared),
+            ...(prepared.fixed
+              ? { vmAnnotations: { [ANNOTATION_FIXED_ADDRESS]: fixedAddressAnnotation(prepared.fixed) } }
+              : {}),
+          }
+        : {}),
+    });
+  const pool = cfg.HarvesterMachine.IPPoolInfo;
+  // A VM that cannot be built is refused before an address is taken for it.
+  let built = build();
+  let prepared: PreparedAddress | undefined;
+  let vm: Vm;
+  try {
+    if (pool) {
+      prepared = await prepareFixedAddress(ctx, pool);
+      built = build(prepared);
+    }
+    const secret = built.cloudInitSecret;
+    ctx.log.info(
+      `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${cfg.VMNamespace}/${secret.metadata.name})` : ''}`,
+    );
+    vm = await createOrContinue(ctx, built.vm);
+  } catch (err) {
+    if (prepared) await releaseClaim(ctx, prepared);
+    throw err;
+  }
+  // From here the VM exists: what it holds goes with it (Remove, or the garbage collector).
+  if (prepared) {
+    prepared = await settleWithVm(ctx, prepared, vm);
+    await adoptClaim(ctx, prepared, vm);
+  }
+  if (built.cloudInitSecret) await ensureCloudInitSecret(ctx, built.cloudInitSecret, vm);
 
   const running = await waitRunning(ctx, 'create');
+  if (prepared) {
+    const fixed = await fixedAddressOf(ctx, prepared, vm);
+    cfg.HarvesterMachine.FixedAddress = fixed;
+    if (fixedIsNodeAddress(ctx)) {
+      // Known without the guest agent: the address is the one the machine was given.
+      cfg.IPAddress = fixed.address;
+      cfg.IPv6Address = '';
+      ctx.log.info(`Get machine ip: ${cfg.IPAddress}`);
+      return;
+    }
+  }
   const vmi = await waitForIp(ctx, 'create', running);
   const addresses = addressesOf(ctx, vmi);
   cfg.IPAddress = addresses?.ipv4 ?? addresses?.ipv6 ?? '';

@@ -4,6 +4,7 @@
 // lists does not block the create: Harvester's own webhook still checks the resource name
 // when the VM is created; the warning says which rule would enable this check
 // (docs/decisions/0010-host-devices.md).
+import { hostDeviceNameProblems } from '../../harvester/host-devices.js';
 import {
   hostDeviceVerdict,
   type DeviceInventory,
@@ -11,7 +12,7 @@ import {
   type PciDeviceClaim,
   type UsbDevice,
 } from '../../harvester/host-device-availability.js';
-import { KubeError } from '../../kube/errors.js';
+import { isForbidden, isNotFound } from '../../kube/errors.js';
 import { qualifiedName, Resources, type ResourceType } from '../../kube/resources.js';
 import { vmRef, type OperationContext } from './context.js';
 
@@ -21,11 +22,11 @@ type Listed<T> = { items: T[] } | { forbidden: string } | { absent: true };
 
 async function listDevices<T>(ctx: OperationContext, type: ResourceType): Promise<Listed<T>> {
   try {
-    return { items: await ctx.api.listAll<T & { metadata: object }>(type) };
+    return { items: await ctx.api.listAll<T & { metadata: { name: string } }>(type) };
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Forbidden') return { forbidden: qualifiedName(type) };
+    if (isForbidden(err)) return { forbidden: qualifiedName(type) };
     // The resource type does not exist: the add-on is not enabled (or, for USB, too old).
-    if (err instanceof KubeError && err.kind === 'NotFound') return { absent: true };
+    if (isNotFound(err)) return { absent: true };
     throw err;
   }
 }
@@ -36,6 +37,9 @@ const itemsOf = <T>(l: Listed<T>): T[] | undefined =>
 export async function checkHostDevices(ctx: OperationContext, problems: string[]): Promise<void> {
   const info = ctx.config.HostDeviceInfo;
   if (!info || info.hostDevices.length === 0) return;
+  // checkServer ran first: ServerVersion is this Harvester's.
+  const names = hostDeviceNameProblems(info, ctx.config.ServerVersion || undefined);
+  problems.push(...names.map((p) => `${p} (${FLAG})`));
   const [pci, claims, usb] = await Promise.all([
     listDevices<PciDevice>(ctx, Resources.pciDevice),
     listDevices<PciDeviceClaim>(ctx, Resources.pciDeviceClaim),

@@ -32,6 +32,17 @@ export function chosenInterface(ctx: OperationContext): string | undefined {
   return name;
 }
 
+/**
+ * Whether the fixed address (--harvester-ip-pool-info) is the node IP: unless
+ * --harvester-ip-network names another of the machine's interfaces.
+ */
+export function fixedIsNodeAddress(ctx: OperationContext): boolean {
+  const fixed = ctx.config.HarvesterMachine.FixedAddress;
+  if (!fixed) return false;
+  const chosen = chosenInterface(ctx);
+  return chosen === undefined || chosen === fixed.interface;
+}
+
 export function addressesOf(ctx: OperationContext, vmi: Vmi | undefined): NodeAddresses | undefined {
   return pickNodeAddresses(vmi, chosenInterface(ctx));
 }
@@ -47,6 +58,14 @@ async function runningAddresses(ctx: OperationContext): Promise<NodeAddresses | 
 }
 
 export async function machineIp(ctx: OperationContext): Promise<string> {
+  const fixed = ctx.config.HarvesterMachine.FixedAddress;
+  if (fixed && fixedIsNodeAddress(ctx)) {
+    // The address the machine was given; no need to ask the guest agent.
+    const state = await machineState(ctx);
+    if (state !== MachineState.Running)
+      throw new Error(`Host is not running (VM ${vmRef(ctx.config)} is ${MachineState[state]})`);
+    return fixed.address;
+  }
   const addresses = await runningAddresses(ctx);
   // An IPv6-only guest (harvester#7520) still gets an address rather than an error.
   const ip = addresses?.ipv4 ?? addresses?.ipv6;

@@ -1,8 +1,9 @@
 // Start, Stop, Restart, Kill through KubeVirt's subresource API, each idempotent:
 // starting a running VM or stopping a stopped one is success, not an error.
-import { KubeError } from '../../kube/errors.js';
+import { isConflict } from '../../kube/errors.js';
 import type { VmAction } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
+import { fixedIsNodeAddress } from './machine-status.js';
 import { waitForIp, waitRestarted, waitRunning, waitStopped } from './waits.js';
 
 async function requireVm(ctx: OperationContext): Promise<void> {
@@ -16,7 +17,7 @@ async function action(ctx: OperationContext, verb: VmAction): Promise<'done' | '
     await ctx.api.vmAction(ctx.config.VMNamespace, ctx.config.MachineName, verb);
     return 'done';
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'Conflict') {
+    if (isConflict(err)) {
       ctx.log.debug(`${verb}: ${err.message}`);
       return 'already';
     }
@@ -29,7 +30,8 @@ export async function startMachine(ctx: OperationContext): Promise<void> {
   await requireVm(ctx);
   await action(ctx, 'start');
   const running = await waitRunning(ctx, 'start');
-  await waitForIp(ctx, 'start', running);
+  // A fixed address is known: no need to wait for the guest agent to report it.
+  if (!fixedIsNodeAddress(ctx)) await waitForIp(ctx, 'start', running);
 }
 
 export async function stopMachine(ctx: OperationContext): Promise<void> {
@@ -52,7 +54,7 @@ export async function restartMachine(ctx: OperationContext): Promise<void> {
   // As the Go driver: a new instance first, then Running, then an IP, each its own line.
   const fresh = await waitRestarted(ctx, 'restart', vmi.metadata.uid);
   const running = await waitRunning(ctx, 'restart', fresh);
-  await waitForIp(ctx, 'restart', running);
+  if (!fixedIsNodeAddress(ctx)) await waitForIp(ctx, 'restart', running);
 }
 
 /** The Go driver's Kill is Stop. */

@@ -3,6 +3,7 @@
 import { configProblems, ConfigError } from '../config.js';
 import { namespacedName } from '../../harvester/names.js';
 import { isOurAbandonedVm } from './adopt.js';
+import { checkFixedAddress } from './fixed-address-check.js';
 import { checkHostDevices } from './host-device-check.js';
 import { vmRef, type OperationContext } from './context.js';
 
@@ -105,10 +106,18 @@ async function checkNetworks(ctx: OperationContext, problems: Problems): Promise
 }
 
 export async function preCreateCheck(ctx: OperationContext): Promise<void> {
-  const configIssues = configProblems(ctx.config);
+  const configIssues = configProblems(ctx.config, undefined, ctx.kubeconfigTrust);
   if (configIssues.length > 0) throw new ConfigError(configIssues);
   const problems: Problems = [];
-  const checks = [checkServer, checkNoOtherVm, checkKeyPair, checkDisks, checkNetworks, checkHostDevices];
+  const checks = [
+    checkServer,
+    checkNoOtherVm,
+    checkKeyPair,
+    checkDisks,
+    checkNetworks,
+    checkHostDevices,
+    checkFixedAddress,
+  ];
   for (const check of checks) {
     await check(ctx, problems);
   }

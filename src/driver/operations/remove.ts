@@ -3,7 +3,7 @@
 // the VM goes), delete the VM with Foreground propagation and wait until it is gone.
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
-import { KubeError } from '../../kube/errors.js';
+import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
   referencedClaims,
@@ -14,6 +14,7 @@ import {
 import { ANNOTATION_REMOVED_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../../harvester/labels.js';
 import type { Vm } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
+import { freeMachineClaims } from './fixed-address.js';
 import { waitVmGone } from './waits.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
@@ -63,8 +64,8 @@ async function recordPlan(
       });
       return { vm: patched, plan };
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'NotFound') return undefined;
-      if (!(err instanceof KubeError && err.kind === 'Conflict') || attempt >= MAX_PLAN_ATTEMPTS) throw err;
+      if (isNotFound(err)) return undefined;
+      if (!isConflict(err) || attempt >= MAX_PLAN_ATTEMPTS) throw err;
       const fresh = await readVms(ctx);
       if (!fresh.vm) return undefined;
       ({ vms } = fresh);
@@ -93,7 +94,7 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
     (await ctx.api.listVms(ns)).flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)),
   );
   for (const pvc of left) {
-    const name = pvc.metadata.name ?? '';
+    const name = pvc.metadata.name;
     if (used.has(name)) continue;
     ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
     await ctx.api.deletePvc(ns, name, pvc.metadata.uid);
@@ -106,12 +107,14 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
   const { vm, vms } = await readVms(ctx);
   if (!vm) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
+    await freeMachineClaims(ctx);
     return undefined;
   }
   if (wantsRemoveAllPvcs(vm)) ctx.log.info('Force the removal of all persistent volume claims');
   const recordedPlan = await recordPlan(ctx, { vm, vms });
   if (!recordedPlan) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
+    await freeMachineClaims(ctx);
     return undefined;
   }
   const { vm: recorded, plan } = recordedPlan;
@@ -127,5 +130,7 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
     typeof deleting === 'object' &&
     (deleting.metadata.finalizers ?? []).includes(FINALIZER_HARVESTER_VM_CLEANUP);
   if (!harvesterCleansUp) await deleteLeftovers(ctx, plan);
+  // Only now that the VM is gone: freed earlier, its address could go to a new machine while it still runs.
+  await freeMachineClaims(ctx);
   return plan;
 }

@@ -14,10 +14,11 @@ import {
   stopState,
   vmStatusState,
 } from '../../harvester/vm-progress.js';
+import { allocationOf, type VmNetworkConfig } from '../../harvester/vm-dhcp.js';
 import { Resources } from '../../kube/resources.js';
 import type { WaitSpec } from '../../kube/wait.js';
 import type { KubeObject } from '../../kube/resources.js';
-import type { Vm, Vmi } from '../harvester-api.js';
+import { VmDhcpResources, type Vm, type Vmi } from '../harvester-api.js';
 import { addressesOf } from './machine-status.js';
 import { seconds, vmRef, type OperationContext } from './context.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, WaitLog } from './wait-log.js';
@@ -118,6 +119,52 @@ export async function waitForIp(ctx: OperationContext, operation: string, from?:
     ...(from ? { from } : {}),
   });
   return vmi as Vmi;
+}
+
+/**
+ * The address Harvester's IP pool binds to the VM's MAC: vm-dhcp-controller makes the VM's
+ * VirtualMachineNetworkConfig when the VM appears and allocates from the pool. A full pool
+ * ends the wait at once with the add-on's own words.
+ */
+export async function waitForPoolAddress(
+  ctx: OperationContext,
+  mac: string,
+  ipPool: string,
+  vm: Vm,
+): Promise<string> {
+  ctx.log.info(`Waiting for Harvester's IP pool ${ipPool} to bind an address to ${mac}`);
+  const waitingFor = `Harvester's IP pool ${ipPool} to give VM ${vmRef(ctx.config)} (MAC ${mac}) an address`;
+  let refused: string | undefined;
+  const cfg = await loggedWait<VmNetworkConfig & KubeObject>(
+    ctx,
+    'create',
+    waitingFor,
+    VmDhcpResources.networkConfig,
+    {
+      description: `${waitingFor} (its VirtualMachineNetworkConfig, made by vm-dhcp-controller)`,
+      timeoutMs: seconds(ctx.config.HarvesterMachine.IPTimeoutSeconds),
+      until: (o) => {
+        const a = allocationOf(o, mac);
+        if (a && 'refused' in a) refused = a.refused;
+        return a !== undefined && !('waiting' in a);
+      },
+      describeState: (o) => {
+        const a = allocationOf(o, mac);
+        if (!o) return 'no VirtualMachineNetworkConfig yet';
+        if (!a) return 'VirtualMachineNetworkConfig without an allocation yet';
+        return 'address' in a
+          ? `bound to ${a.address}`
+          : 'refused' in a
+            ? `refused: ${a.refused}`
+            : `pending: ${a.waiting}`;
+      },
+    },
+  );
+  const allocation = allocationOf(cfg, mac);
+  if (allocation && 'address' in allocation) return allocation.address;
+  throw new Error(
+    `--harvester-ip-pool-info: Harvester's IP pool ${ipPool} gave VM ${vmRef(ctx.config)} no address: ${refused ?? 'no allocation'} (VM ${vm.metadata.name ?? ''} is left for Remove)`,
+  );
 }
 
 export async function waitStopped(ctx: OperationContext, operation: string): Promise<void> {

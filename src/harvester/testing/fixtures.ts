@@ -27,7 +27,7 @@ export const GO_CONFIG_JSON =
   '"IsolateEmulatorThread":false,"EnableTPM":false,"FutureCounter":9007199254740993}';
 
 export function pvc(name: string, namespace: string, labels?: Record<string, string>): PersistentVolumeClaim {
-  return { metadata: { name, namespace, ...(labels ? { labels } : {}) } };
+  return { metadata: { name, namespace, ...(labels ? { labels } : {}) }, spec: {} };
 }
 
 export function pvcVolume(name: string, claimName: string, hotpluggable = false): Volume {
@@ -54,5 +54,9 @@ export function vmiWith(
   status: NonNullable<VirtualMachineInstance['status']>,
   volumes?: Volume[],
 ): VirtualMachineInstance {
-  return { metadata: { name, namespace }, ...(volumes ? { spec: { volumes } } : {}), status };
+  return {
+    metadata: { name, namespace },
+    spec: { domain: { devices: {} }, ...(volumes ? { volumes } : {}) },
+    status,
+  };
 }

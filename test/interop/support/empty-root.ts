@@ -154,3 +154,31 @@ export class EmptyRoot {
     fs.rmSync(`${this.dir}-state`, { recursive: true, force: true });
   }
 }
+
+/**
+ * The cache directory names of an executable's parts ("runtime-<20 hex>", "app-<20 hex>"),
+ * read from its payload index as the launcher reads it (launcher/payload): the index is JSON
+ * before a trailer of its length (8 bytes, little-endian) and "HMPAYLD1".
+ */
+export function payloadDirNames(executable: Buffer): { runtime: string; app: string } {
+  const magic = executable.subarray(executable.length - 8).toString('latin1');
+  if (magic !== 'HMPAYLD1') throw new Error('not a packed executable');
+  const length = Number(executable.readBigUInt64LE(executable.length - 16));
+  const index = JSON.parse(
+    executable.subarray(executable.length - 16 - length, executable.length - 16).toString('utf8'),
+  ) as { parts: Array<{ name: string; sha256: string }> };
+  const dir = (name: string): string => {
+    const part = index.parts.find((p) => p.name === name);
+    if (!part) throw new Error(`no ${name} part`);
+    return `${name}-${part.sha256.slice(0, 20)}`;
+  };
+  return { runtime: dir('runtime'), app: dir('app') };
+}
+
+/** Every path under dir (not dir itself), depth first. */
+export function walk(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? [p, ...walk(p)] : [p];
+  });
+}

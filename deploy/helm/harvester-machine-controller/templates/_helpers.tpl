@@ -37,6 +37,14 @@ app.kubernetes.io/component: controller
 {{- define "hmc.env" -}}
 - { name: WATCH_NAMESPACES, value: {{ if .Values.watchNamespaces }}{{ join "," .Values.watchNamespaces | quote }}{{ else }}"*"{{ end }} }
 - { name: CREDENTIAL_NAMESPACE, value: {{ .Values.credentialNamespace | quote }} }
+{{- /* default dict: an upgrade with --reuse-values from a chart without these values */}}
+{{- $credentials := .Values.credentials | default dict }}
+{{- with $credentials.labelSelector }}
+- { name: CREDENTIAL_LABEL_SELECTOR, value: {{ . | quote }} }
+{{- end }}
+{{- with $credentials.fieldSelector }}
+- { name: CREDENTIAL_FIELD_SELECTOR, value: {{ . | quote }} }
+{{- end }}
 - { name: HOOK_NAME, value: {{ .Values.hookName | quote }} }
 - { name: LOG_LEVEL, value: {{ .Values.logLevel | quote }} }
 - name: POD_NAMESPACE

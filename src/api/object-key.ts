@@ -1,0 +1,35 @@
+// An object's identity, typed (apimachinery's types.NamespacedName): what caches are read by,
+// work queues carry and reconcilers receive, instead of "namespace/name" strings that every
+// user splits again. The text form exists for maps, logs and the status report only.
+
+export interface ObjectKey {
+  /** '' for a cluster-scoped object. */
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** The key of an object, or of a namespace and name read from one (an owner, a reference). */
+export function keyOf(obj: { metadata: { namespace?: string | undefined; name: string } }): ObjectKey {
+  return { namespace: obj.metadata.namespace ?? '', name: obj.metadata.name };
+}
+
+export function objectKey(namespace: string | undefined, name: string): ObjectKey {
+  return { namespace: namespace ?? '', name };
+}
+
+/** "namespace/name", or "name" for a cluster-scoped object, as kubectl and client-go write it. */
+export function formatKey(key: ObjectKey): string {
+  return key.namespace ? `${key.namespace}/${key.name}` : key.name;
+}
+
+/** The inverse of formatKey: a name never holds a "/", a namespace never does either. */
+export function parseKey(text: string): ObjectKey {
+  const slash = text.indexOf('/');
+  return slash < 0
+    ? { namespace: '', name: text }
+    : { namespace: text.slice(0, slash), name: text.slice(slash + 1) };
+}
+
+export function sameKey(a: ObjectKey, b: ObjectKey): boolean {
+  return a.namespace === b.namespace && a.name === b.name;
+}

@@ -1,0 +1,19 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { formatKey, keyOf, objectKey, parseKey, sameKey } from './object-key.js';
+
+describe('ObjectKey', () => {
+  it('is read off an object, cluster-scoped ones with namespace ""', () => {
+    assert.deepEqual(keyOf({ metadata: { namespace: 'ns', name: 'vm' } }), { namespace: 'ns', name: 'vm' });
+    assert.deepEqual(keyOf({ metadata: { name: 'pool' } }), { namespace: '', name: 'pool' });
+    assert.deepEqual(objectKey(undefined, 'pool'), { namespace: '', name: 'pool' });
+  });
+
+  it('formats as kubectl writes it and parses back to the same key', () => {
+    for (const key of [objectKey('ns', 'vm'), objectKey('', 'pool')])
+      assert.ok(sameKey(parseKey(formatKey(key)), key), formatKey(key));
+    assert.equal(formatKey(objectKey('ns', 'vm')), 'ns/vm');
+    assert.equal(formatKey(objectKey('', 'pool')), 'pool');
+    assert.ok(!sameKey(objectKey('a', 'b'), objectKey('b', 'a')));
+  });
+});

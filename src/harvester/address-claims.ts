@@ -1,0 +1,231 @@
+// The driver's lock on an address: one ConfigMap per address of a network, in the VM's
+// namespace, named for the network and the address (claimName), created create-if-absent:
+// whoever creates it holds the address, an AlreadyExists means someone else does. Once the
+// VM exists the claim is owned by it, so Kubernetes' garbage collector frees the address
+// with the VM whatever happens to the driver. Pure: the objects, reading them back, and the
+// decisions (docs/decisions/0016-per-machine-addresses.md).
+import { formatLabelValue } from './labels.js';
+import { claimName, networkKey } from './ip-pool.js';
+import type { ObjectMeta } from './types.js';
+
+/** On every claim: the network's key, so one list finds the network's claims. */
+export const LABEL_ADDRESS_CLAIM = 'harvester-machine.io/address-claim';
+/** On every claim: the machine holding it (a label value: hashed when the name is not one). */
+export const LABEL_CLAIM_MACHINE = 'harvester-machine.io/machine';
+/** On the VM: its fixed address as JSON (FixedAddress), so a second create and inspect find it. */
+export const ANNOTATION_FIXED_ADDRESS = 'harvester-machine.io/fixed-address';
+
+/**
+ * A claim without an owner is a create that stopped between the claim and its VM (or before
+ * it adopted the claim). After this long, with no VM of its machine, its address is taken
+ * over: no create step between the claim and the VM takes longer than the Go driver's whole
+ * create timeout.
+ */
+export const UNOWNED_CLAIM_GRACE_MS = 10 * 60_000;
+
+export interface ConfigMapObject {
+  apiVersion: 'v1';
+  kind: 'ConfigMap';
+  metadata: ObjectMeta;
+  data?: Record<string, string>;
+}
+
+/** Where a machine's fixed address came from, as saved and as the VM's annotation says it. */
+export interface FixedAddress {
+  address: string;
+  prefix: number;
+  /** The VM interface: nic-<i>. */
+  interface: string;
+  mac: string;
+  /** "namespace/name" of the network. */
+  network: string;
+  /** 'pool': the driver's claim; 'harvester-ippool': an IPPool of vm-dhcp-controller. */
+  source: 'pool' | 'harvester-ippool';
+  /** The claim's name (pool) or the IPPool's "namespace/name". */
+  holder: string;
+}
+
+export interface AddressClaim {
+  name: string;
+  namespace: string;
+  uid: string;
+  resourceVersion: string;
+  created: number;
+  network: string;
+  address: string;
+  machine: string;
+  mac: string;
+  interface: string;
+  /** The VM owning it, when it was adopted. */
+  owner?: { name: string; uid: string };
+}
+
+export function claimObject(
+  namespace: string,
+  machine: string,
+  fixed: Pick<FixedAddress, 'address' | 'network' | 'mac' | 'interface'>,
+): ConfigMapObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: claimName(fixed.network, fixed.address),
+      namespace,
+      labels: {
+        [LABEL_ADDRESS_CLAIM]: networkKey(fixed.network),
+        [LABEL_CLAIM_MACHINE]: formatLabelValue(machine),
+      },
+    },
+    data: {
+      network: fixed.network,
+      address: fixed.address,
+      machine,
+      mac: fixed.mac,
+      interface: fixed.interface,
+    },
+  };
+}
+
+/** A claim as read back; undefined for a ConfigMap that is not one (or is broken). */
+export function readClaim(cm: {
+  metadata: Partial<ObjectMeta>;
+  data?: Record<string, string>;
+}): AddressClaim | undefined {
+  const d = cm.data ?? {};
+  const { name, namespace, uid, resourceVersion, creationTimestamp } = cm.metadata;
+  if (!name || !namespace || !d['address'] || !d['network'] || !d['machine']) return undefined;
+  if (name !== claimName(d['network'], d['address'])) return undefined;
+  const owner = (cm.metadata.ownerReferences ?? []).find((o) => o.kind === 'VirtualMachine');
+  return {
+    name,
+    namespace,
+    uid: uid ?? '',
+    resourceVersion: resourceVersion ?? '',
+    created: creationTimestamp ? Date.parse(creationTimestamp) : 0,
+    network: d['network'],
+    address: d['address'],
+    machine: d['machine'],
+    mac: d['mac'] ?? '',
+    interface: d['interface'] ?? '',
+    ...(owner ? { owner: { name: owner.name, uid: owner.uid } } : {}),
+  };
+}
+
+/** The label selector of a network's claims. */
+export const claimsOfNetwork = (network: string): string => `${LABEL_ADDRESS_CLAIM}=${networkKey(network)}`;
+/** The label selector of a machine's claims (of any network). */
+export const claimsOfMachine = (machine: string): string =>
+  `${LABEL_ADDRESS_CLAIM},${LABEL_CLAIM_MACHINE}=${formatLabelValue(machine)}`;
+
+/**
+ * Whether a claim may be taken over: nobody adopted it, it is older than the grace, and
+ * the VM of its machine does not exist (`vmExists` says, read by the caller).
+ */
+export function isAbandoned(claim: AddressClaim, now: number, vmExists: boolean): boolean {
+  return !claim.owner && !vmExists && now - claim.created >= UNOWNED_CLAIM_GRACE_MS;
+}
+
+/** The first address of `candidates` (in order) that no claim holds. */
+export function firstFree(candidates: readonly string[], held: ReadonlySet<string>, from = 0): number {
+  for (let i = from; i < candidates.length; i++) if (!held.has(candidates[i] ?? '')) return i;
+  return -1;
+}
+
+/** "10.0.0.10 (m1), 10.0.0.11 (m2), … and 7 more": who holds a pool's addresses. */
+export function describeHolders(
+  claims: readonly Pick<AddressClaim, 'address' | 'machine' | 'owner'>[],
+  shown = 6,
+): string {
+  if (claims.length === 0) return 'no machine';
+  const listed = claims
+    .slice(0, shown)
+    .map((c) => `${c.address} (${c.machine}${c.owner ? '' : ', not yet adopted by a VM'})`);
+  const more = claims.length > shown ? ` and ${claims.length - shown} more` : '';
+  return `${listed.join(', ')}${more}`;
+}
+
+/** The VM's recorded fixed address, or undefined when it has none (or a broken one). */
+export function fixedAddressOfVm(annotations: Record<string, string> | undefined): FixedAddress | undefined {
+  const raw = annotations?.[ANNOTATION_FIXED_ADDRESS];
+  return raw ? parseFixedAddress(raw) : undefined;
+}
+
+/** A FixedAddress from its JSON (the annotation's or config.json's); undefined when it is not one. */
+export function parseFixedAddress(raw: string): FixedAddress | undefined {
+  try {
+    const v = JSON.parse(raw) as Partial<FixedAddress>;
+    if (typeof v.address !== 'string' || typeof v.mac !== 'string' || typeof v.interface !== 'string')
+      return undefined;
+    if (v.source !== 'pool' && v.source !== 'harvester-ippool') return undefined;
+    return {
+      address: v.address,
+      prefix: typeof v.prefix === 'number' ? v.prefix : 0,
+      interface: v.interface,
+      mac: v.mac,
+      network: typeof v.network === 'string' ? v.network : '',
+      source: v.source,
+      holder: typeof v.holder === 'string' ? v.holder : '',
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The annotation value: fixed key order, so the same address always gives the same text. */
+export function fixedAddressAnnotation(f: FixedAddress): string {
+  return JSON.stringify({
+    address: f.address,
+    prefix: f.prefix,
+    interface: f.interface,
+    mac: f.mac,
+    network: f.network,
+    source: f.source,
+    holder: f.holder,
+  });
+}
+
+/** A claim whose address nothing uses: its VM is gone, or it was never adopted and its machine has none. */
+export interface LeftoverClaim {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  address: string;
+  network: string;
+  machine: string;
+  reason: string;
+}
+
+/**
+ * The claims `leftovers` lists: owned by a VM that no longer exists (the garbage collector
+ * has not run, or cannot: a VM deleted with orphan propagation), or unowned, older than
+ * `minAgeMs` and without a VM of their machine (a create that stopped half-way). Claims of a
+ * VM that exists are never listed.
+ */
+export function leftoverClaims(
+  claims: readonly AddressClaim[],
+  vms: ReadonlyArray<{ metadata: { namespace?: string; name?: string; uid?: string } }>,
+  now: number,
+  minAgeMs: number,
+): LeftoverClaim[] {
+  const vmUids = new Set(vms.map((v) => v.metadata.uid));
+  const vmNames = new Set(vms.map((v) => `${v.metadata.namespace ?? ''}/${v.metadata.name}`));
+  const out: LeftoverClaim[] = [];
+  for (const c of claims) {
+    if (now - c.created < minAgeMs) continue;
+    const base = {
+      namespace: c.namespace,
+      name: c.name,
+      uid: c.uid,
+      resourceVersion: c.resourceVersion,
+      address: c.address,
+      network: c.network,
+      machine: c.machine,
+    };
+    if (c.owner && !vmUids.has(c.owner.uid))
+      out.push({ ...base, reason: `its VM ${c.namespace}/${c.owner.name} is gone` });
+    else if (!c.owner && !vmNames.has(`${c.namespace}/${c.machine}`))
+      out.push({ ...base, reason: `never adopted, and machine ${c.machine} has no VM` });
+  }
+  return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+}

@@ -1,0 +1,3 @@
+module harvester-machine/test/planted-loader
+
+go 1.22
