@@ -5,7 +5,8 @@
 // admission webhooks and APIServices. Idempotent: an existing object is replaced, so a restarted
 // sandbox with new ports and a new CA is pointed right.
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
+import { keyOf } from '../../src/api/object-key.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { installKubeVirtCr } from './kubevirt-cr.js';
@@ -31,12 +32,8 @@ async function replace(admin: KubeClient, type: ResourceType, object: KubeObject
   try {
     await admin.create(type, object);
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
-    const at = {
-      ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
-      name: object.metadata.name ?? '',
-    };
-    const current = await admin.get(type, at);
+    if (!isAlreadyExists(err)) throw err;
+    const current = await admin.get(type, keyOf(object));
     await admin.update(type, {
       ...object,
       metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion },
@@ -53,7 +50,7 @@ export async function installKubeVirtCrds(
   await Promise.all(manifests.crds.map((crd) => replace(admin, Resources.crd, crd)));
   await Promise.all(
     manifests.crds.map((crd) => {
-      const name = crd.metadata.name ?? '';
+      const { name } = crd.metadata;
       return waitFor<Established>(admin, {
         type: Resources.crd,
         name,
@@ -64,7 +61,7 @@ export async function installKubeVirtCrds(
       });
     }),
   );
-  return manifests.crds.map((c) => c.metadata.name ?? '');
+  return manifests.crds.map((c) => c.metadata.name);
 }
 
 /** Everything but the webhooks and APIServices: what virt-api and virt-controller need to start. */
@@ -103,7 +100,7 @@ export async function registerVirtApi(
 /** Deregisters them first when virt-api stops, so the apiserver does not call a server that is gone. */
 export async function deregisterVirtApi(admin: KubeClient, manifests: KubeVirtManifests): Promise<void> {
   for (const { type, object } of manifests.webhooks)
-    await admin.delete(type, { name: object.metadata.name ?? '' }).catch(() => undefined);
+    await admin.delete(type, keyOf(object)).catch(() => undefined);
   for (const s of manifests.apiServices)
-    await admin.delete(KubeVirtResources.apiService, { name: s.metadata.name ?? '' }).catch(() => undefined);
+    await admin.delete(KubeVirtResources.apiService, keyOf(s)).catch(() => undefined);
 }

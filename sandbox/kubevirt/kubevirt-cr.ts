@@ -7,8 +7,8 @@
 // virt-operator is not run, so its part is played once: the status phase. virt-api and
 // virt-controller use a KubeVirt CR only once it has a phase (virt-config GetConfigFromKubeVirtCR).
 import type { KubeClient } from '../../src/kube/client.js';
-import { KubeError } from '../../src/kube/errors.js';
-import type { KubeObject } from '../../src/kube/resources.js';
+import { isAlreadyExists } from '../../src/kube/errors.js';
+import type { KubeVirt as KubeVirtCr } from '../../src/api/kubevirt.js';
 import { KubeVirtResources } from './resources.js';
 import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE, KUBEVIRT_VERSION } from './version.js';
 
@@ -20,36 +20,6 @@ export const HARVESTER_FEATURE_GATES = [
   'EnableVirtioFsConfigVolumes',
   'HostDevices',
 ] as const;
-
-export interface PciHostDevice {
-  pciVendorSelector: string;
-  resourceName: string;
-  externalResourceProvider?: boolean;
-}
-
-export interface UsbHostDevice {
-  resourceName: string;
-  selectors: Array<{ vendor: string; product: string }>;
-  externalResourceProvider?: boolean;
-}
-
-export interface PermittedHostDevices {
-  pciHostDevices?: PciHostDevice[];
-  mediatedDevices?: Array<{ mdevNameSelector: string; resourceName: string }>;
-  usb?: UsbHostDevice[];
-}
-
-export interface KubeVirtCr extends KubeObject {
-  spec: {
-    configuration?: {
-      permittedHostDevices?: PermittedHostDevices;
-      developerConfiguration?: { featureGates?: string[] };
-      [k: string]: unknown;
-    };
-    [k: string]: unknown;
-  };
-  status?: { phase?: string; [k: string]: unknown };
-}
 
 export function harvesterKubeVirt(): KubeVirtCr {
   return {
@@ -86,7 +56,7 @@ export async function installKubeVirtCr(admin: KubeClient): Promise<KubeVirtCr> 
   try {
     cr = await admin.create<KubeVirtCr>(KubeVirtResources.kubeVirt, harvesterKubeVirt());
   } catch (err) {
-    if (!(err instanceof KubeError && err.kind === 'AlreadyExists')) throw err;
+    if (!isAlreadyExists(err)) throw err;
     cr = await admin.get<KubeVirtCr>(KubeVirtResources.kubeVirt, {
       namespace: KUBEVIRT_NAMESPACE,
       name: KUBEVIRT_CR,

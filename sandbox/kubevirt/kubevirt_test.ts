@@ -3,6 +3,7 @@
 // VM lifecycles the driver relies on (docs/upstream/kubevirt.md).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { keyOf } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
@@ -267,7 +268,8 @@ describe('KubeVirt in the sandbox', () => {
     await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
     await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
     const [pod] = (await client.list<Pod>(ExtraResources.pod, { namespace: ns })).items;
-    await client.delete(ExtraResources.pod, { namespace: ns, name: pod?.metadata.name ?? '' });
+    assert.ok(pod, 'a launcher pod');
+    await client.delete(ExtraResources.pod, keyOf(pod));
     const seen: string[] = [];
     const watch = client.watch<VirtualMachineInstance>(
       Resources.virtualMachineInstance,
@@ -294,9 +296,10 @@ describe('KubeVirt in the sandbox', () => {
     await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
     const first = await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
     const [pod] = (await client.list<Pod>(ExtraResources.pod, { namespace: ns })).items;
+    assert.ok(pod, 'a launcher pod');
     await client.call({
       method: 'DELETE',
-      path: `/api/v1/namespaces/${ns}/pods/${pod?.metadata.name ?? ''}`,
+      path: `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`,
       body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
       operation: 'force-delete the launcher pod',
     });

@@ -1,10 +1,9 @@
-// What the stand-in controllers share: the client they write with, the informers they
-// declare their controllers on, the behaviour knobs tests turn at runtime, and the injected faults.
+// What the stand-in controllers share: the client they write with, the manager they declare
+// their caches and controllers on, the behaviour knobs tests turn at runtime, and the injected faults.
 import { formatKey, objectKey, type ObjectKey } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { Manager } from '../../src/kube/manager.js';
 import type { Logger } from '../../src/log/logger.js';
-import type { SharedInformers } from './runtime.js';
 
 export interface Delays {
   /** A bound pod's containers starting (the kubelet), before virt-controller can call its VMI Scheduled. */
@@ -72,8 +71,6 @@ export interface StandInContext {
   logger: Logger;
   /** Every stand-in's caches and controllers, on one lifecycle. */
   manager: Manager;
-  /** The KubeVirt stand-ins' view of the same manager (runtime.ts). */
-  informers: SharedInformers;
   behaviour: Behaviour;
   faults: Faults;
   /** KubeVirt's own virt-api and virt-controller run (sandbox/kubevirt): the node stand-in plays its node. */

@@ -27,7 +27,6 @@ import { vmDhcpControllers } from './harvester/vm-dhcp-controller.js';
 import { kubelet } from './node/kubelet.js';
 import { nodeController } from './node/node-controller.js';
 import { virtHandler } from './node/virt-handler.js';
-import { SharedInformers } from './runtime.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
 export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
@@ -88,7 +87,6 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     client: admin,
     logger,
     manager,
-    informers: new SharedInformers(manager),
     behaviour,
     faults,
     kubevirt: options.virtHandlerClient !== undefined,

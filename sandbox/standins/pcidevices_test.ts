@@ -25,7 +25,7 @@ import {
   VFIO_PCI,
 } from './harvester/pcidevices-controller.js';
 import { createNamespace } from '../control-plane/access.js';
-import type { KubeVirtCr } from '../kubevirt/kubevirt-cr.js';
+import type { KubeVirt as KubeVirtCr } from '../../src/api/kubevirt.js';
 import { KubeVirtResources } from '../kubevirt/resources.js';
 import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE } from '../kubevirt/version.js';
 import { ExtraResources, SANDBOX_NODE } from './names.js';

@@ -110,6 +110,11 @@ export interface Taint {
   effect: string;
 }
 
+/** A Node condition: the kubelet also stamps its heartbeat. */
+export interface NodeCondition extends Condition {
+  lastHeartbeatTime?: string;
+}
+
 export interface Node extends KubeObject {
   apiVersion?: 'v1';
   kind?: 'Node';
@@ -117,7 +122,7 @@ export interface Node extends KubeObject {
   status?: {
     capacity?: Record<string, string>;
     allocatable?: Record<string, string>;
-    conditions?: Condition[];
+    conditions?: NodeCondition[];
     addresses?: Array<{ type: string; address: string }>;
     [field: string]: unknown;
   };

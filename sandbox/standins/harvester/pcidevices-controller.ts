@@ -161,11 +161,6 @@ export function pciDevicesStandIn(ctx: StandInContext): DeviceStandIns {
 
   return {
     controllers: [...claimControllers, vgpuPermits, allocationRecorder],
-    offer: {
-      offered,
-      onChange: (listener) => {
-        for (const cache of [claims, usbDevices, devices] as const) cache.on(() => listener());
-      },
-    },
+    offer: { offered, sources: [claims, usbDevices, devices] },
   };
 }

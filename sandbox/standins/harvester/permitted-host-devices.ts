@@ -2,7 +2,7 @@
 // v1.8.0: the PCI claim's reconcileKubevirtCR, the USB claim's updateKubeVirt and its OnRemove):
 // without an entry for a device's resource, virt-controller refuses to render the launcher pod
 // of a VMI that asks for it (docs/upstream/kubevirt.md#permittedhostdevices).
-import type { KubeVirtCr, PermittedHostDevices } from '../../kubevirt/kubevirt-cr.js';
+import type { KubeVirt as KubeVirtCr, PermittedHostDevices } from '../../../src/api/kubevirt.js';
 import { KubeVirtResources } from '../../kubevirt/resources.js';
 import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE } from '../../kubevirt/version.js';
 import type { StandInContext } from '../context.js';

@@ -4,19 +4,20 @@
 // containers have stopped, and the kubelet confirms the deletion (grace period 0). A launcher's
 // compute container stops when its guest has shut down (virt-handler made the VMI final, or the
 // VMI is gone); other containers stop at once.
-import type { KubeClient } from '../../../src/kube/client.js';
+import { keyOf, type ObjectKey } from '../../../src/api/object-key.js';
+import type { CacheSpec, Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { ReconcileResult } from '../../../src/kube/work-queue.js';
 import type { StandInContext } from '../context.js';
 import { ExtraResources, Labels, SANDBOX_NODE } from '../names.js';
-import { Reconciler, keyOf, nowIso } from '../runtime.js';
+import { nowIso } from '../runtime.js';
 import type { Pod, VirtualMachineInstance } from '../types.js';
-import { forceDelete, refOf, updateWithRetry } from '../writes.js';
+import { forceDelete, updateWithRetry } from '../writes.js';
 
 export const LAUNCHER = 'virt-launcher';
 export const HOTPLUG = 'hotplug-disk';
 /** The pods virt-controller makes for VMIs (its `kubevirt.io` label): the only ones on this node. */
-export const VMI_PODS = {
+export const VMI_PODS: CacheSpec = {
   type: ExtraResources.pod,
   labelSelector: `${Labels.kubevirtApp} in (${LAUNCHER},${HOTPLUG})`,
 };
@@ -71,9 +72,10 @@ class PodNetwork {
   }
 }
 
-export function kubelet(ctx: StandInContext, client: KubeClient = ctx.client): Reconciler {
-  const pods = ctx.informers.get<Pod>(VMI_PODS.type, VMI_PODS.labelSelector);
-  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
+export function kubelet(ctx: StandInContext): Controller {
+  const { client } = ctx;
+  const pods = ctx.manager.cache<Pod>(VMI_PODS);
+  const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
   const network = new PodNetwork();
   /** When each pod (by UID) was first seen bound, as this process saw it. */
   const boundAt = new Map<string, number>();
@@ -86,48 +88,49 @@ export function kubelet(ctx: StandInContext, client: KubeClient = ctx.client): R
     return !vmi || vmi.status?.phase === 'Succeeded' || vmi.status?.phase === 'Failed';
   };
 
-  const reconciler = new Reconciler(
-    'kubelet',
-    async (key): Promise<ReconcileResult> => {
-      const pod = pods.get(key);
-      if (pod?.spec.nodeName !== SANDBOX_NODE) return;
-      if (pod.metadata.deletionTimestamp) {
-        if (stopped(pod)) await forceDelete(client, ExtraResources.pod, refOf(pod));
-        return;
-      }
-      if (pod.status?.phase === 'Running') return;
-      const uid = pod.metadata.uid ?? '';
-      const since = boundAt.get(uid) ?? Date.now();
-      boundAt.set(uid, since);
-      const wait = since + ctx.behaviour.delays.podStartMs - Date.now();
-      if (wait > 0) return { requeueAfterMs: wait };
-      const ip = network.allocate();
-      await updateWithRetry(
-        client,
-        ExtraResources.pod,
-        pod,
-        refOf(pod),
-        (p) =>
-          p.status?.phase === 'Running' || p.metadata.deletionTimestamp
-            ? undefined
-            : { ...p, status: runningStatus(p, ip, nowIso()) },
-        'status',
-      );
-    },
-    ctx.logger.child({ controller: 'kubelet' }),
-  ).watch(pods, (e) => {
-    if (e.type === 'DELETED') boundAt.delete(e.object.metadata.uid ?? '');
-    return keyOf(e.object.metadata.namespace, e.object.metadata.name);
-  });
-  // A launcher waiting to end looks again when its VMI turns final or goes.
-  reconciler.watch(vmis, (e) =>
-    pods
-      .list(
-        (p) =>
-          p.metadata.deletionTimestamp !== undefined &&
-          p.metadata.labels?.[Labels.createdBy] === e.object.metadata.uid,
+  async function reconcile(key: ObjectKey): Promise<ReconcileResult> {
+    const pod = pods.get(key);
+    if (pod?.spec.nodeName !== SANDBOX_NODE) return;
+    if (pod.metadata.deletionTimestamp) {
+      if (stopped(pod)) await forceDelete(client, ExtraResources.pod, key);
+      return;
+    }
+    if (pod.status?.phase === 'Running') return;
+    const uid = pod.metadata.uid ?? '';
+    const since = boundAt.get(uid) ?? Date.now();
+    boundAt.set(uid, since);
+    const wait = since + ctx.behaviour.delays.podStartMs - Date.now();
+    if (wait > 0) return { requeueAfterMs: wait };
+    const ip = network.allocate();
+    await updateWithRetry(
+      client,
+      ExtraResources.pod,
+      pod,
+      key,
+      (p) =>
+        p.status?.phase === 'Running' || p.metadata.deletionTimestamp
+          ? undefined
+          : { ...p, status: runningStatus(p, ip, nowIso()) },
+      'status',
+    );
+  }
+
+  return (
+    ctx.manager
+      .controller('kubelet', { reconcile })
+      .watch(pods, (e) => {
+        if (e.type === 'DELETED') boundAt.delete(e.object.metadata.uid ?? '');
+        return keyOf(e.object);
+      })
+      // A launcher waiting to end looks again when its VMI turns final or goes.
+      .watch(vmis, (e) =>
+        pods
+          .list(
+            (p) =>
+              p.metadata.deletionTimestamp !== undefined &&
+              p.metadata.labels?.[Labels.createdBy] === e.object.metadata.uid,
+          )
+          .map(keyOf),
       )
-      .map((p) => keyOf(p.metadata.namespace, p.metadata.name)),
   );
-  return reconciler;
 }

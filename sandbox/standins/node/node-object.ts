@@ -6,7 +6,7 @@
 //   1000 units each, virt-handler's permanent plugins).
 // virt-controller renders launcher pods with a node selector on the schedulable label, the
 // architecture and the machine type (services/nodeselectorrenderer.go): this node matches them.
-import type { KubeObject } from '../../../src/kube/resources.js';
+import type { Node, NodeCondition } from '../../../src/api/core.js';
 import { SANDBOX_NODE } from '../names.js';
 
 export const NodeLabels = {
@@ -26,16 +26,6 @@ const BASE_CAPACITY: Record<string, string> = {
   'devices.kubevirt.io/tun': '1k',
   'devices.kubevirt.io/vhost-net': '1k',
 };
-
-export interface NodeObject extends KubeObject {
-  spec?: { unschedulable?: boolean; [k: string]: unknown };
-  status?: {
-    capacity?: Record<string, string>;
-    allocatable?: Record<string, string>;
-    conditions?: Array<Record<string, unknown>>;
-    [k: string]: unknown;
-  };
-}
 
 export function nodeLabels(): Record<string, string> {
   return {
@@ -63,7 +53,7 @@ export function nodeResources(devices: Map<string, string[]>): Record<string, st
   return resources;
 }
 
-export function sandboxNode(devices: Map<string, string[]>, now: string): NodeObject {
+export function sandboxNode(devices: Map<string, string[]>, now: string): Node {
   const resources = nodeResources(devices);
   return {
     apiVersion: 'v1',
@@ -94,7 +84,7 @@ export function sandboxNode(devices: Map<string, string[]>, now: string): NodeOb
   };
 }
 
-export function readyCondition(now: string): Record<string, unknown> {
+export function readyCondition(now: string): NodeCondition {
   return {
     type: 'Ready',
     status: 'True',

@@ -7,18 +7,20 @@
 // Succeeded, after which its launcher pod can end (the kubelet stand-in) and virt-controller
 // removes its finalizers.
 // Everything before Scheduled and after Succeeded is virt-controller's.
+import type { Secret } from '../../../src/api/core.js';
+import { keyOf, type ObjectKey } from '../../../src/api/object-key.js';
 import type { KubeClient } from '../../../src/kube/client.js';
-import { isKubeError } from '../../../src/kube/errors.js';
+import { isConflict, isNotFound } from '../../../src/kube/errors.js';
+import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { ReconcileResult } from '../../../src/kube/work-queue.js';
 import type { StandInContext } from '../context.js';
 import { Labels, SANDBOX_NODE } from '../names.js';
-import { Reconciler, keyOf, nowIso, sameJson } from '../runtime.js';
-import type { Secret } from '../../../src/api/core.js';
-import type { Condition, Pod, VirtualMachineInstance, VmiPhase, VmiStatus } from '../types.js';
-import { VMI_PODS } from './kubelet.js';
-import { domainInterfaces, domainVolumeStatuses, randomMac, withGuestAgentData } from './domain-status.js';
 import { sandboxNetworks } from '../network-servers.js';
+import { nowIso, sameJson } from '../runtime.js';
+import type { Condition, Pod, VirtualMachineInstance, VmiPhase, VmiStatus } from '../types.js';
+import { domainInterfaces, domainVolumeStatuses, randomMac, withGuestAgentData } from './domain-status.js';
+import { VMI_PODS } from './kubelet.js';
 import {
   guestAddresses,
   networkDataOfSecret,
@@ -54,18 +56,18 @@ function upsertCondition(conditions: Condition[] | undefined, cond: Condition): 
 const LEASE_RETRY_MS = 500;
 
 export interface VirtHandlerStandIn {
-  reconciler: Reconciler;
+  controller: Controller;
   /** Makes every VMI look again (delays changed). */
   requeueAll(): void;
 }
 
 /**
  * @param handlerClient writes VMIs as virt-handler's service account (virt-api's webhooks tell
- *   KubeVirt's own components by that name); reads come from the shared informers.
+ *   KubeVirt's own components by that name); reads come from the manager's caches.
  */
 export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): VirtHandlerStandIn {
-  const vmis = ctx.informers.get<VirtualMachineInstance>(Resources.virtualMachineInstance);
-  const pods = ctx.informers.get<Pod>(VMI_PODS.type, VMI_PODS.labelSelector);
+  const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
+  const pods = ctx.manager.cache<Pod>(VMI_PODS);
   /** When each VMI (by UID) entered the step it is in, as this process saw it. */
   const clocks = new Map<string, { step: string; since: number }>();
   const networks = sandboxNetworks(ctx);
@@ -93,7 +95,7 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
     try {
       await handlerClient.update(Resources.virtualMachineInstance, { ...vmi, status: next });
     } catch (err) {
-      if (!isKubeError(err, 'Conflict') && !isKubeError(err, 'NotFound')) throw err;
+      if (!isConflict(err) && !isNotFound(err)) throw err;
     }
   }
 
@@ -135,8 +137,7 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
   }
 
   async function running(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
-    const owner = { namespace: vmi.metadata.namespace ?? '', name: vmi.metadata.name ?? '' };
-    const agentWait = ctx.behaviour.noIp(owner)
+    const agentWait = ctx.behaviour.noIp(keyOf(vmi))
       ? Infinity
       : remaining(vmi, 'Running', ctx.behaviour.delays.guestAgentMs);
     const needsAddresses = (vmi.status?.interfaces ?? []).some((i) => !i.ipAddress);
@@ -177,41 +178,40 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
     return undefined;
   }
 
-  const reconciler = new Reconciler(
-    'virt-handler',
-    async (key) => {
-      const vmi = vmis.get(key);
-      if (!vmi || vmi.status?.nodeName !== SANDBOX_NODE || isFinal(vmi)) return;
-      const phase = vmi.status.phase;
-      const launcherGoing = pods.list(
-        (p) =>
-          p.metadata.labels?.[Labels.createdBy] === vmi.metadata.uid &&
-          p.metadata.deletionTimestamp !== undefined,
-      );
-      if (vmi.metadata.deletionTimestamp || launcherGoing.length > 0)
-        return phase === 'Scheduled' || phase === 'Running' ? shutdown(vmi) : undefined;
-      if (phase === 'Scheduled') return start(vmi);
-      if (phase === 'Running') return running(vmi);
-      return undefined;
-    },
-    ctx.logger.child({ controller: 'virt-handler' }),
-  );
-  reconciler.watch(vmis, (e) => {
-    if (e.type === 'DELETED') {
-      clocks.delete(e.object.metadata.uid ?? '');
-      networks.forget(e.object.metadata.uid ?? '');
-    }
-    return keyOf(e.object.metadata.namespace, e.object.metadata.name);
-  });
-  reconciler.watch(pods, (e) => {
-    const uid = e.object.metadata.labels?.[Labels.createdBy];
-    const vmi = uid ? vmis.list((v) => v.metadata.uid === uid)[0] : undefined;
-    return vmi ? keyOf(vmi.metadata.namespace, vmi.metadata.name) : undefined;
-  });
+  async function reconcile(key: ObjectKey): Promise<ReconcileResult> {
+    const vmi = vmis.get(key);
+    if (!vmi || vmi.status?.nodeName !== SANDBOX_NODE || isFinal(vmi)) return;
+    const phase = vmi.status.phase;
+    const launcherGoing = pods.list(
+      (p) =>
+        p.metadata.labels?.[Labels.createdBy] === vmi.metadata.uid &&
+        p.metadata.deletionTimestamp !== undefined,
+    );
+    if (vmi.metadata.deletionTimestamp || launcherGoing.length > 0)
+      return phase === 'Scheduled' || phase === 'Running' ? shutdown(vmi) : undefined;
+    if (phase === 'Scheduled') return start(vmi);
+    if (phase === 'Running') return running(vmi);
+    return undefined;
+  }
+
+  const controller = ctx.manager
+    .controller('virt-handler', { reconcile })
+    .watch(vmis, (e) => {
+      if (e.type === 'DELETED') {
+        clocks.delete(e.object.metadata.uid ?? '');
+        networks.forget(e.object.metadata.uid ?? '');
+      }
+      return keyOf(e.object);
+    })
+    .watch(pods, (e) => {
+      const uid = e.object.metadata.labels?.[Labels.createdBy];
+      const vmi = uid ? vmis.list((v) => v.metadata.uid === uid)[0] : undefined;
+      return vmi ? keyOf(vmi) : undefined;
+    });
   return {
-    reconciler,
+    controller,
     requeueAll: () => {
-      for (const vmi of vmis.list()) reconciler.enqueue(keyOf(vmi.metadata.namespace, vmi.metadata.name));
+      for (const vmi of vmis.list()) controller.enqueue(keyOf(vmi));
     },
   };
 }
