@@ -10,13 +10,10 @@ import { describe, it } from 'node:test';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../../src/harvester/vm-dhcp.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { vlanNetwork } from '../sandbox-seeds.js';
 import { FINALIZER_VMNETCFG, VmDhcpTypes } from './harvester/vm-dhcp-controller.js';
-import { driverVm, garbageCollectorKnowsVms, gone, useStandIns, waitUntil } from './testing.js';
+import { driverVm, garbageCollectorKnowsVms, gone, useHarvester, waitUntil } from './testing.js';
 import type { VirtualMachine, VirtualMachineInstance } from './types.js';
-
-const fixture = useControlPlane({ name: 'standins-vmdhcp', crds: 'harvester' });
 
 type Pool = VmDhcpIpPool & KubeObject;
 type NetCfg = VmNetworkConfig & KubeObject;
@@ -62,7 +59,7 @@ function vmOn(
 }
 
 describe('vm-dhcp-controller stand-in and the networks', () => {
-  const s = useStandIns(fixture, { networksWithoutDhcp: [] });
+  const s = useHarvester({ name: 'standins-vmdhcp', networksWithoutDhcp: [] });
 
   const until = <T extends KubeObject>(
     type: Parameters<typeof waitUntil>[1],
