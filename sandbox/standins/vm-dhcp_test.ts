@@ -181,10 +181,14 @@ describe('vm-dhcp-controller stand-in and the networks', () => {
     assert.equal(allocated?.message, `no more ip addresses left in network ${ns}/net-48 ipam`);
 
     // A restart (what virt-api's restart subresource writes): a new instance, the same MAC and address.
-    const old = await s.client.get<VirtualMachineInstance>(Resources.virtualMachineInstance, {
-      namespace: ns,
-      name: 'a',
-    });
+    // virt-controller makes the instance on its own pace: wait until it runs with its address.
+    const old = await until<VirtualMachineInstance>(
+      Resources.virtualMachineInstance,
+      { namespace: ns, name: 'a' },
+      'a’s first instance with its address',
+      (v) => Boolean(v?.status?.interfaces?.[0]?.ipAddress),
+    );
+    if (old === undefined) throw new Error('a’s first instance never reported an address');
     await s.client.patch(
       Resources.virtualMachine,
       { namespace: ns, name: 'a', subresource: 'status' },
