@@ -1,7 +1,7 @@
 // The pcidevices add-on's edits of the KubeVirt CR's `permittedHostDevices` (harvester/pcidevices
 // v1.8.0: the PCI claim's reconcileKubevirtCR, the USB claim's updateKubeVirt and its OnRemove):
 // without an entry for a device's resource, virt-controller refuses to render the launcher pod
-// of a VMI that asks for it (docs/upstream/kubevirt.md#permittedhostdevices).
+// of a VMI that asks for it (docs/upstream/kubevirt.md#host-devices-and-permittedhostdevices).
 import type { KubeVirt as KubeVirtCr, PermittedHostDevices } from '../../../src/api/kubevirt.js';
 import { KubeVirtResources } from '../../kubevirt/resources.js';
 import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE } from '../../kubevirt/version.js';
