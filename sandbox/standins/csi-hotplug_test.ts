@@ -5,16 +5,13 @@ import { describe, it } from 'node:test';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { csiStandIn, hostVolumeSize } from './csi/csi.js';
 import { ExtraResources } from './names.js';
 import { HARVESTER_CSI_DRIVER } from '../../src/harvester/guest-volumes.js';
 import type { PersistentVolume } from '../../src/api/core.js';
 import { residentMiB, startGuestApiserver } from '../control-plane/guest-apiserver.js';
-import { driverVm, gone, useStandIns, waitUntil } from './testing.js';
+import { driverVm, gone, useHarvester, waitUntil } from './testing.js';
 import type { PersistentVolumeClaim, Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
-
-const fixture = useControlPlane({ name: 'standins-csi', crds: 'harvester' });
 
 /** The volume in the VMI spec (SCSI disk) and in volumeStatus as Ready, served by an attachment pod. */
 async function assertHotplugged(
@@ -37,8 +34,9 @@ async function assertHotplugged(
     namespace: ns,
     name: status.hotplugVolume.attachPodName ?? '',
   });
+  // Beside its emptyDir and the service account token the apiserver mounts (virt-controller counts both).
   assert.deepEqual(
-    pod.spec.volumes?.map((v) => v.persistentVolumeClaim?.claimName),
+    pod.spec.volumes?.flatMap((v) => v.persistentVolumeClaim?.claimName ?? []),
     [volume],
   );
   return pod;
@@ -55,7 +53,7 @@ describe('host volume sizes', () => {
 });
 
 describe('CSI stand-in and hot-plug', () => {
-  const s = useStandIns(fixture);
+  const s = useHarvester({ name: 'standins-csi' });
 
   it('creates host volumes pvc-<uuid> as the released driver does: RWX, Block, rounded size, no label', async () => {
     const { client, standIns } = s;
@@ -81,7 +79,7 @@ describe('CSI stand-in and hot-plug', () => {
     const ns = await createNamespace(client, 'csi-guests');
     const [one, two] = await Promise.all(
       ['fleet-default/g-one', 'fleet-default/g-two'].map((name) =>
-        startGuestApiserver({ name, etcdUrl: fixture.cp.etcdUrl }),
+        startGuestApiserver({ name, etcdUrl: s.cp.etcdUrl }),
       ),
     );
     assert.ok(one && two);
