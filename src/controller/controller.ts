@@ -15,7 +15,7 @@ import { EventRecorder } from './events.js';
 import { HarvesterClients } from './harvester-access.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 import { MachineReconciler } from './machine-reconciler.js';
-import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
+import { controllerMetrics, countRequests, workQueueMetrics, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 import { buildSummary, StatusWriter } from './status-report.js';
 import type { HarvesterMachine } from './types.js';
@@ -52,13 +52,14 @@ export class CleanupController {
   readonly monitor: CredentialMonitor;
   readonly loadBalancers: LoadBalancerCleanup;
   private readonly queues: ReturnType<CleanupController['declare']>;
-  private readonly harvester = new HarvesterClients();
+  private readonly harvester: HarvesterClients;
   private readonly status: StatusWriter;
   private readonly events: EventRecorder;
 
   constructor(private readonly options: CleanupControllerOptions) {
     const { client, config, logger } = options;
     const metrics = (this.metrics = options.metrics ?? controllerMetrics());
+    this.harvester = new HarvesterClients({ onRequest: countRequests(metrics, 'harvester') });
     this.manager = new Manager({
       client,
       logger,

@@ -24,7 +24,12 @@ interface CredentialVersion {
 export class HarvesterClients {
   private readonly clients = new Map<string, CredentialVersion>();
 
-  constructor(private readonly options: { requestTimeoutMs?: number } = {}) {}
+  constructor(
+    private readonly options: {
+      requestTimeoutMs?: number;
+      onRequest?: (method: string, path: string) => void;
+    } = {},
+  ) {}
 
   /**
    * The client for a credential Secret's current content; undefined when it holds no
@@ -52,6 +57,7 @@ export class HarvesterClients {
           requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
           // The work queue retries with backoff; a cleanup attempt itself stays short.
           retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+          ...(this.options.onRequest ? { onRequest: this.options.onRequest } : {}),
         });
       } catch (err) {
         // What the checks above let through (certificate data that does not parse, ...): the
