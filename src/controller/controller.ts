@@ -6,7 +6,13 @@ import v8 from 'node:v8';
 import { keyOf, objectKey, parseKey, type ObjectKey } from '../api/object-key.js';
 import { Manager, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/logger.js';
-import { rancherCaches, type RancherCaches } from './caches.js';
+import {
+  BY_CLUSTER,
+  BY_INFRASTRUCTURE,
+  clusterIndexKey,
+  rancherCaches,
+  type RancherCaches,
+} from './caches.js';
 import type { ControllerConfig } from './config.js';
 import { CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_CAPI_MACHINE } from '../rancher/labels.js';
 import { CredentialMonitor } from './credential-monitor.js';
@@ -159,9 +165,7 @@ export class CleanupController {
     const owner = hm.metadata.ownerReferences?.find((o) => o.kind === 'Machine')?.name;
     const machine = hm.metadata.labels?.[LABEL_RKE_CAPI_MACHINE] ?? owner;
     if (machine) return [objectKey(ns, machine)];
-    return this.caches.machines
-      .list((m) => m.metadata.namespace === ns && m.spec.infrastructureRef?.name === hm.metadata.name)
-      .map(keyOf);
+    return this.caches.machines.byIndex(BY_INFRASTRUCTURE, clusterIndexKey(ns, hm.metadata.name)).map(keyOf);
   }
 
   private clusterOf(hm: HarvesterMachine): ObjectKey | undefined {
@@ -171,21 +175,28 @@ export class CleanupController {
 
   private machinesOf(cluster: ObjectKey): ObjectKey[] {
     return this.caches.machines
-      .list((m) => m.metadata.namespace === cluster.namespace && m.spec.clusterName === cluster.name)
+      .byIndex(BY_CLUSTER, clusterIndexKey(cluster.namespace, cluster.name))
       .map(keyOf);
   }
 
   private summary() {
-    const refs = collectReferences(
+    // Grouped once: with thousands of machines, a pass over every reference per credential adds up.
+    const referrers = new Map<string, string[]>();
+    for (const c of collectReferences(
       this.caches.provisioningClusters.list(),
       this.caches.harvesterMachines.list(),
-    ).flatMap((c) => c.references);
+    ))
+      for (const r of c.references) {
+        const secret = formatSecretRef(r.credential);
+        const list = referrers.get(secret);
+        if (list) list.push(r.referrer);
+        else referrers.set(secret, [r.referrer]);
+      }
     return buildSummary({
       now: new Date(),
       holder: this.options.config.identity,
       credentials: this.monitor.records.values(),
-      referencedBy: (secret) =>
-        refs.filter((r) => formatSecretRef(r.credential) === secret).map((r) => r.referrer),
+      referencedBy: (secret) => referrers.get(secret) ?? [],
       held: this.reconciler.held.values(),
       mismatches: [...this.monitor.mismatches.values()].flat(),
     });

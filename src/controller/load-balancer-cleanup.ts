@@ -29,8 +29,7 @@ import { Resources, type KubeObject, type ResourceType } from '../kube/resources
 import type { Logger } from '../log/logger.js';
 import { cloudProviderClusterName } from '../rancher/chart-values.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
-import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
-import type { RancherCaches } from './caches.js';
+import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from './caches.js';
 import {
   credentialCandidates,
   findMachinePool,
@@ -191,10 +190,7 @@ export class LoadBalancerCleanup {
   }
 
   private machinesOf(namespace: string, cluster: string) {
-    return this.deps.caches.harvesterMachines.list(
-      (hm) =>
-        hm.metadata.namespace === namespace && hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] === cluster,
-    );
+    return this.deps.caches.harvesterMachines.byIndex(BY_CLUSTER, clusterIndexKey(namespace, cluster));
   }
 
   /** Records where the cluster's VMs are, from its HarvesterMachines as they are now. */

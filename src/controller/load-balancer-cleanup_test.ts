@@ -33,6 +33,12 @@ function world() {
   const cache = <T>(get: () => T | undefined, list: () => T[] = () => []) => ({
     get,
     list: (filter?: (o: T) => boolean) => (filter ? list().filter(filter) : list()),
+    // The cluster index of HarvesterMachines ("namespace/cluster"), the one these tests use.
+    byIndex: (_name: string, value: string) =>
+      list().filter((o) => {
+        const m = (o as { metadata: { namespace?: string; labels?: Record<string, string> } }).metadata;
+        return `${m.namespace ?? ''}/${m.labels?.[CAPI_LABEL_CLUSTER_NAME] ?? ''}` === value;
+      }),
   });
   let requests = 0;
   const forbidden = () => {

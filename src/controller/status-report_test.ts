@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildSummary, renderSummaryText } from './status-report.js';
+import { buildSummary, MAX_REFERRERS, renderSummaryText } from './status-report.js';
 
 describe('status summary', () => {
   it('lists credentials, held gates and mismatches, with the fix, and no secret', () => {
@@ -43,5 +43,35 @@ describe('status summary', () => {
     assert.match(text, /fleet-default\/m1: HarvesterCredentialRejected since a, released by b/);
     assert.match(text, /fix: Renew/);
     assert.equal((JSON.parse(JSON.stringify(s)) as { schemaVersion: number }).schemaVersion, 1);
+  });
+
+  it('stays within a ConfigMap when a credential serves 20,000 machines: the first referrers, and a count', () => {
+    const all = Array.from(
+      { length: 20_000 },
+      (_, i) => `HarvesterMachine fleet-default/c-${i}-pool1-abcdef-x2v9q`,
+    );
+    const s = buildSummary({
+      now: new Date('2025-06-01T00:00:00Z'),
+      holder: 'hm-0',
+      credentials: Array.from({ length: 10 }, (_, i) => ({
+        secret: `cattle-global-data/cc-${i}`,
+        health: { state: 'valid' as const, detail: 'valid' },
+        probe: 'ok' as const,
+        version: '1',
+      })),
+      referencedBy: () => all,
+      held: [],
+      mismatches: [],
+    });
+    const [first] = s.credentials;
+    assert.equal(first?.referencedBy.length, MAX_REFERRERS);
+    assert.equal(first?.referencedByTotal, 20_000);
+    const text = renderSummaryText(s);
+    assert.match(
+      text,
+      new RegExp(`c-${MAX_REFERRERS - 1}-pool1-abcdef-x2v9q and ${20_000 - MAX_REFERRERS} more`),
+    );
+    // Both keys of the ConfigMap together, far below its 1 MiB.
+    assert.ok(JSON.stringify(s, null, 2).length + text.length < 100_000);
   });
 });

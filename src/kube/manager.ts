@@ -49,6 +49,17 @@ export class Cache<T extends KubeObject> {
     return this.scopes.reduce((n, { informer }) => n + informer.size, 0);
   }
 
+  /** Adds an index to every scope's informer (Informer.addIndex); before the manager starts. */
+  addIndex(name: string, values: (o: T) => readonly string[]): this {
+    for (const { informer } of this.scopes) informer.addIndex(name, values);
+    return this;
+  }
+
+  /** The cached objects whose index `name` has `value`, without looking at the others. */
+  byIndex(name: string, value: string): T[] {
+    return this.scopes.flatMap(({ informer }) => informer.byIndex(name, value));
+  }
+
   /** Every change, as the cache sees it (Controller.watch is the usual way in). */
   on(handler: (e: InformerEvent<T>) => void): void {
     for (const { informer } of this.scopes) informer.on(handler);
