@@ -22,6 +22,8 @@ import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/acces
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane/control-plane.js';
 import { freePort } from '../sandbox/control-plane/ports.js';
 import { installCrds, loadCrds } from '../sandbox/crds/install.js';
+import { harvesterMachineExecutable, unpackCacheEnv } from '../sandbox/rancher-machine/plugin-executable.js';
+import { CONTROLLER_IMAGE_ENV } from '../sandbox/release/artifacts.js';
 import { harvesterCloudCredential } from '../sandbox/rancher/credentials.js';
 import {
   writeMachines,
@@ -43,6 +45,10 @@ interface Figures {
   rssMb: number;
   peakMb: number;
   heapMb: number | undefined;
+  /** Once idle: V8's heap in use and allocated, and memory outside it (Buffers, TLS). */
+  idleHeapUsedMb: number;
+  idleHeapTotalMb: number;
+  externalMb: number;
   syncedS: number;
   idleS: number;
   /** Per minute while idle, by "api verb". */
@@ -101,13 +107,41 @@ async function untilIdle(port: number, quietMs: number, child: ChildProcess): Pr
   }
 }
 
+/** The controller as shipped (the single executable, Node LTS inside), or as compiled under this Node. */
+async function controllerCommand(): Promise<{
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  what: string;
+}> {
+  if (process.env.BENCH_CONTROLLER === 'node')
+    return {
+      command: process.execPath,
+      args: [fileURLToPath(new URL('../src/controller/main.js', import.meta.url))],
+      env: process.env,
+      what: `node ${process.version} dist/src/controller/main.js`,
+    };
+  const exe = await harvesterMachineExecutable();
+  return {
+    command: exe,
+    args: ['controller'],
+    env: { ...process.env, ...unpackCacheEnv(), ...CONTROLLER_IMAGE_ENV },
+    what: `the single executable (harvester-machine controller) with the image's ${Object.entries(
+      CONTROLLER_IMAGE_ENV,
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  };
+}
+
 async function measure(kubeconfigPath: string, namespace: string, machines: number): Promise<Figures> {
   const port = await freePort();
+  const { command, args, env } = await controllerCommand();
   const started = performance.now();
   const child = spawn(
-    process.execPath,
+    command,
     [
-      fileURLToPath(new URL('../src/controller/main.js', import.meta.url)),
+      ...args,
       '--kubeconfig',
       kubeconfigPath,
       '--namespace',
@@ -121,7 +155,7 @@ async function measure(kubeconfigPath: string, namespace: string, machines: numb
       '--leader-election-namespace',
       'default',
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'inherit'], env },
   );
   let logged = '';
   try {
@@ -143,11 +177,19 @@ async function measure(kubeconfigPath: string, namespace: string, machines: numb
       if (d > 0) idle[k] = (d * 60) / IDLE_SECONDS;
     }
     const heap = /"caches synced".*?"heapUsedMb":(\d+)/.exec(logged)?.[1];
+    const gauges = await metrics(port);
+    const gauge = (name: string): number =>
+      Number(
+        /^(\S+) (\S+)$/m.exec(gauges.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN,
+      ) / 1_048_576;
     return {
       machines,
       rssMb: procStatus(child.pid ?? 0, 'VmRSS'),
       peakMb: procStatus(child.pid ?? 0, 'VmHWM'),
       heapMb: heap === undefined ? undefined : Number(heap),
+      idleHeapUsedMb: gauge('nodejs_heap_size_used_bytes'),
+      idleHeapTotalMb: gauge('nodejs_heap_size_total_bytes'),
+      externalMb: gauge('nodejs_external_memory_bytes'),
       syncedS: (syncedAt - started) / 1000,
       idleS: (idleAt - started) / 1000,
       idle,
@@ -166,7 +208,7 @@ function line(f: Figures): string {
   const detail = Object.entries(f.idle)
     .map(([k, n]) => `${k} ${n.toFixed(1)}`)
     .join(', ');
-  return `scale: controller ${f.machines} machines: RSS ${f.rssMb.toFixed(0)} MB (peak ${f.peakMb.toFixed(0)} MB, heap ${f.heapMb ?? '?'} MB when synced), synced in ${f.syncedS.toFixed(1)} s (idle after ${f.idleS.toFixed(1)} s), ${beyond.toFixed(1)} requests/min idle beyond watches and probes (all: ${idleTotal.toFixed(1)}/min${detail ? `: ${detail}` : ''})`;
+  return `scale: controller ${f.machines} machines: RSS ${f.rssMb.toFixed(0)} MB (peak ${f.peakMb.toFixed(0)} MB; heap ${f.heapMb ?? '?'} MB used when synced, ${f.idleHeapUsedMb.toFixed(0)} of ${f.idleHeapTotalMb.toFixed(0)} MB idle, external ${f.externalMb.toFixed(0)} MB), synced in ${f.syncedS.toFixed(1)} s (idle after ${f.idleS.toFixed(1)} s), ${beyond.toFixed(1)} requests/min idle beyond watches and probes (all: ${idleTotal.toFixed(1)}/min${detail ? `: ${detail}` : ''})`;
 }
 
 async function main(): Promise<void> {
@@ -204,6 +246,7 @@ async function main(): Promise<void> {
     const credential = (k: number): KubeObject =>
       harvesterCloudCredential({ name: credentialName(k), kubeconfig, clusterId: `c-m-${k}` });
 
+    console.log(`controller: ${(await controllerCommand()).what}`);
     const empty = await measure(kubeconfigPath, 'bench-empty', 0);
     console.log(`baseline: ${line(empty).replace(/^scale: /, '')}`);
     let written = 0;
