@@ -251,14 +251,19 @@ export class Manager {
   }
 
   /**
-   * Starts every informer, waits for all of them, then starts the queues. Rejects when a
+   * Starts every informer, one after the other, then starts the queues. Rejects when a
    * cache cannot sync (a list the credentials may not read); stop() then releases the rest.
    */
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`the manager was started already (${this.state})`);
     this.state = 'starting';
-    await Promise.all([...this.caches.values()].map((c) => c.start()));
-    if (this.state !== 'starting') return; // stopped while syncing
+    // One cache after the other: an initial list is CPU work on both sides, so lists in
+    // parallel finish little sooner, while each holds its pages of whole objects (before the
+    // transform) at the same time: at 20,000 machines that was the controller's peak memory.
+    for (const c of this.caches.values()) {
+      await c.start();
+      if (this.state !== 'starting') return; // stopped while syncing
+    }
     this.state = 'synced';
     for (const c of this.all) c.run();
   }
