@@ -44,6 +44,9 @@ interface Figures {
   machines: number;
   rssMb: number;
   peakMb: number;
+  /** When the sampled peak was, in seconds after the caches synced (negative: before), and the RSS at sync. */
+  peakAfterSyncS: number;
+  rssAtSyncMb: number;
   heapMb: number | undefined;
   /** Once idle: V8's heap in use and allocated, and memory outside it (Buffers, TLS). */
   idleHeapUsedMb: number;
@@ -158,6 +161,15 @@ async function measure(kubeconfigPath: string, namespace: string, machines: numb
     { stdio: ['ignore', 'pipe', 'inherit'], env },
   );
   let logged = '';
+  // Where the peak is: RSS sampled every 100 ms, against the moment the caches synced.
+  const samples: Array<{ at: number; mb: number }> = [];
+  const sampler = setInterval(() => {
+    try {
+      samples.push({ at: performance.now(), mb: procStatus(child.pid ?? 0, 'VmRSS') });
+    } catch {
+      // not started yet, or gone
+    }
+  }, 100);
   try {
     const syncedAt = await new Promise<number>((resolve, reject) => {
       child.stdout?.on('data', (c: Buffer) => {
@@ -182,8 +194,12 @@ async function measure(kubeconfigPath: string, namespace: string, machines: numb
       Number(
         /^(\S+) (\S+)$/m.exec(gauges.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN,
       ) / 1_048_576;
+    const peak = samples.reduce((a, b) => (b.mb > a.mb ? b : a), { at: 0, mb: 0 });
+    const atSync = samples.findLast((x) => x.at <= syncedAt)?.mb ?? NaN;
     return {
       machines,
+      peakAfterSyncS: (peak.at - syncedAt) / 1000,
+      rssAtSyncMb: atSync,
       rssMb: procStatus(child.pid ?? 0, 'VmRSS'),
       peakMb: procStatus(child.pid ?? 0, 'VmHWM'),
       heapMb: heap === undefined ? undefined : Number(heap),
@@ -195,6 +211,7 @@ async function measure(kubeconfigPath: string, namespace: string, machines: numb
       idle,
     };
   } finally {
+    clearInterval(sampler);
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
   }
@@ -208,7 +225,7 @@ function line(f: Figures): string {
   const detail = Object.entries(f.idle)
     .map(([k, n]) => `${k} ${n.toFixed(1)}`)
     .join(', ');
-  return `scale: controller ${f.machines} machines: RSS ${f.rssMb.toFixed(0)} MB (peak ${f.peakMb.toFixed(0)} MB; heap ${f.heapMb ?? '?'} MB used when synced, ${f.idleHeapUsedMb.toFixed(0)} of ${f.idleHeapTotalMb.toFixed(0)} MB idle, external ${f.externalMb.toFixed(0)} MB), synced in ${f.syncedS.toFixed(1)} s (idle after ${f.idleS.toFixed(1)} s), ${beyond.toFixed(1)} requests/min idle beyond watches and probes (all: ${idleTotal.toFixed(1)}/min${detail ? `: ${detail}` : ''})`;
+  return `scale: controller ${f.machines} machines: RSS ${f.rssMb.toFixed(0)} MB (peak ${f.peakMb.toFixed(0)} MB ${f.peakAfterSyncS >= 0 ? `${f.peakAfterSyncS.toFixed(1)} s after` : `${(-f.peakAfterSyncS).toFixed(1)} s before`} synced, ${f.rssAtSyncMb.toFixed(0)} MB when synced; heap ${f.heapMb ?? '?'} MB used when synced, ${f.idleHeapUsedMb.toFixed(0)} of ${f.idleHeapTotalMb.toFixed(0)} MB idle, external ${f.externalMb.toFixed(0)} MB), synced in ${f.syncedS.toFixed(1)} s (idle after ${f.idleS.toFixed(1)} s), ${beyond.toFixed(1)} requests/min idle beyond watches and probes (all: ${idleTotal.toFixed(1)}/min${detail ? `: ${detail}` : ''})`;
 }
 
 async function main(): Promise<void> {
