@@ -31,6 +31,21 @@ const machineAnnotation = (k: string): boolean =>
   k.startsWith(PRE_TERMINATE_HOOK_PREFIX) || k === ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP;
 const clusterAnnotation = (k: string): boolean => k === ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP;
 
+/**
+ * Values that thousands of objects repeat (namespaces, API versions and kinds, cluster, pool and
+ * credential names) kept once: JSON.parse makes a new string for each. Bounded: past the limit
+ * a value is kept as it comes.
+ */
+const sharedStrings = new Map<string, string>();
+const MAX_SHARED_STRINGS = 50_000;
+function shared<T extends string | null | undefined>(value: T): T {
+  if (typeof value !== 'string') return value;
+  const known = sharedStrings.get(value);
+  if (known !== undefined) return known as T;
+  if (sharedStrings.size < MAX_SHARED_STRINGS) sharedStrings.set(value, value);
+  return value;
+}
+
 function pick(
   from: Record<string, string> | undefined,
   keep: readonly string[] | ((key: string) => boolean),
@@ -38,7 +53,7 @@ function pick(
   if (!from) return undefined;
   const wanted = typeof keep === 'function' ? keep : (k: string) => keep.includes(k);
   let out: Record<string, string> | undefined;
-  for (const [k, v] of Object.entries(from)) if (wanted(k)) (out ??= {})[k] = v;
+  for (const [k, v] of Object.entries(from)) if (wanted(k)) (out ??= {})[k] = shared(v);
   return out;
 }
 
@@ -51,7 +66,8 @@ function meta(
   } = {},
 ): ObjectMeta {
   const out: ObjectMeta = { name: m.name };
-  for (const k of ['namespace', 'uid', 'resourceVersion', 'deletionTimestamp'] as const)
+  if (m.namespace !== undefined) out.namespace = shared(m.namespace);
+  for (const k of ['uid', 'resourceVersion', 'deletionTimestamp'] as const)
     if (m[k] !== undefined) out[k] = m[k];
   const labels = keep.labels && pick(m.labels, keep.labels);
   if (labels) out.labels = labels;
@@ -59,21 +75,33 @@ function meta(
   if (annotations) out.annotations = annotations;
   // Of the owners, the Machine's name (the HarvesterMachine's link to it).
   const owner = keep.machineOwner ? m.ownerReferences?.find((o) => o.kind === 'Machine') : undefined;
-  if (owner) out.ownerReferences = [{ kind: owner.kind, name: owner.name }] as ObjectMeta['ownerReferences'];
+  if (owner)
+    out.ownerReferences = [{ kind: shared(owner.kind), name: owner.name }] as ObjectMeta['ownerReferences'];
   return out;
 }
 
 const head = (o: KubeObject): Pick<KubeObject, 'apiVersion' | 'kind'> => ({
-  ...(o.apiVersion ? { apiVersion: o.apiVersion } : {}),
-  ...(o.kind ? { kind: o.kind } : {}),
+  ...(o.apiVersion ? { apiVersion: shared(o.apiVersion) } : {}),
+  ...(o.kind ? { kind: shared(o.kind) } : {}),
 });
+
+function infrastructureRef(m: CapiMachine): CapiMachine['spec']['infrastructureRef'] | undefined {
+  const ref = m.spec?.infrastructureRef;
+  if (!ref) return undefined;
+  return {
+    ...(ref.apiVersion !== undefined ? { apiVersion: shared(ref.apiVersion) } : {}),
+    ...(ref.kind !== undefined ? { kind: shared(ref.kind) } : {}),
+    ...(ref.name !== undefined ? { name: ref.name } : {}),
+    ...(ref.namespace !== undefined ? { namespace: shared(ref.namespace) } : {}),
+  };
+}
 
 export function slimMachine(o: KubeObject): KubeObject {
   const m = o as CapiMachine;
   return {
     ...head(m),
     metadata: meta(m.metadata, { labels: MACHINE_LABELS, annotations: machineAnnotation }),
-    spec: { clusterName: m.spec?.clusterName, infrastructureRef: m.spec?.infrastructureRef },
+    spec: { clusterName: shared(m.spec?.clusterName), infrastructureRef: infrastructureRef(m) },
   } as CapiMachine;
 }
 
@@ -84,11 +112,11 @@ export function slimHarvesterMachine(o: KubeObject): KubeObject {
     ...head(m),
     metadata: meta(m.metadata, { labels: HARVESTER_MACHINE_LABELS, machineOwner: true }),
     spec: {
-      vmNamespace: m.spec?.vmNamespace ?? null,
-      ...(credential ? { common: { cloudCredentialSecretName: credential } } : {}),
+      vmNamespace: shared(m.spec?.vmNamespace ?? null),
+      ...(credential ? { common: { cloudCredentialSecretName: shared(credential) } } : {}),
     },
     ...(m.status?.cloudCredentialSecretName
-      ? { status: { cloudCredentialSecretName: m.status.cloudCredentialSecretName } }
+      ? { status: { cloudCredentialSecretName: shared(m.status.cloudCredentialSecretName) } }
       : {}),
   } as HarvesterMachine;
 }
