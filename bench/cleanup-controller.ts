@@ -194,7 +194,7 @@ async function deletion(rancher: ControlPlane, harvester: ControlPlane): Promise
     const ok = left === 0 && annotated.length === MACHINES && late === 0;
     for (const line of timeline.report()) console.log(line);
     console.log(
-      `scale: 200-machine cluster deletion on the real Cluster API (${MACHINES} machines): last VM annotated ${seconds(annotated.at(-1))} after the Cluster's deletion, the cascade reached the last Machine after ${seconds(deleting.at(-1))}; each VM annotated ${seconds(quantile(lag, 0.5))} (median), ${seconds(lag.at(-1))} (max) after the cascade reached its Machine; ${ratePerSecond(released).toFixed(1)} machines released/s; every machine gone after ${seconds(gone.at(-1))}${ok ? '' : ` — FAILED: ${left} machines left after ${DEADLINE_MS / 1000} s, ${MACHINES - annotated.length} VMs not annotated, ${late} annotated later than ${ANNOTATE_WITHIN_MS} ms`}`,
+      `scale: ${MACHINES}-machine cluster deletion on the real Cluster API: last VM annotated ${seconds(annotated.at(-1))} after the Cluster's deletion, the cascade reached the last Machine after ${seconds(deleting.at(-1))}; each VM annotated ${seconds(quantile(lag, 0.5))} (median), ${seconds(lag.at(-1))} (max) after the cascade reached its Machine; ${ratePerSecond(released).toFixed(1)} machines released/s; every machine gone after ${seconds(gone.at(-1))}${ok ? '' : ` — FAILED: ${left} machines left after ${DEADLINE_MS / 1000} s, ${MACHINES - annotated.length} VMs not annotated, ${late} annotated later than ${ANNOTATE_WITHIN_MS} ms`}`,
     );
     return ok;
   } finally {

@@ -9,9 +9,10 @@
 //     (every Machine, cluster and credential reconciled once);
 //   - API requests per minute while idle (its own counter, harvester_machine_api_requests_total:
 //     Rancher's API by verb, and Harvester's through the credentials, i.e. the probes).
-// Baseline in the same run: the same process with nothing cached. The control plane is
+// Baselines in the same run: the same process with nothing cached, and with BENCH_BASELINE=<an
+// executable> that release at every size (before/after). The control plane is
 // discarded at the end (nothing to clean up object by object).
-// Run: npx tsc -p . && node dist/bench/controller-scale.js [sizes=1000,5000,20000] [idleSeconds=60]
+// Run: npx tsc -p . && [BENCH_BASELINE=<executable>] node dist/bench/controller-scale.js [sizes=1000,5000,20000] [idleSeconds=60]
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -115,13 +116,26 @@ async function untilIdle(port: number, quietMs: number, child: ChildProcess): Pr
   }
 }
 
-/** The controller as shipped (the single executable, Node LTS inside), or as compiled under this Node. */
-async function controllerCommand(): Promise<{
+interface ControllerCommand {
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
   what: string;
-}> {
+}
+
+/**
+ * The release to compare against, at every size (`BENCH_BASELINE=<a harvester-machine
+ * executable>`, e.g. main's): as it shipped, without the image's memory settings.
+ */
+function baselineCommand(): ControllerCommand | undefined {
+  const exe = process.env.BENCH_BASELINE;
+  if (!exe) return undefined;
+  fs.accessSync(exe, fs.constants.X_OK);
+  return { command: exe, args: ['controller'], env: { ...process.env, ...unpackCacheEnv() }, what: exe };
+}
+
+/** The controller as shipped (the single executable, Node LTS inside), or as compiled under this Node. */
+async function controllerCommand(): Promise<ControllerCommand> {
   if (process.env.BENCH_CONTROLLER === 'node')
     return {
       command: process.execPath,
@@ -142,9 +156,13 @@ async function controllerCommand(): Promise<{
   };
 }
 
-async function measure(kubeconfigPath: string, namespace: string, machines: number): Promise<Figures> {
+async function measure(
+  kubeconfigPath: string,
+  namespace: string,
+  machines: number,
+  { command, args, env }: ControllerCommand,
+): Promise<Figures> {
   const port = await freePort();
-  const { command, args, env } = await controllerCommand();
   const started = performance.now();
   const child = spawn(
     command,
@@ -268,8 +286,11 @@ async function main(): Promise<void> {
     const credential = (k: number): KubeObject =>
       harvesterCloudCredential({ name: credentialName(k), kubeconfig, clusterId: `c-m-${k}` });
 
-    console.log(`controller: ${(await controllerCommand()).what}`);
-    const empty = await measure(kubeconfigPath, 'bench-empty', 0);
+    const ours = await controllerCommand();
+    const before = baselineCommand();
+    console.log(`controller: ${ours.what}`);
+    if (before) console.log(`before: ${before.what}, as released (no image settings)`);
+    const empty = await measure(kubeconfigPath, 'bench-empty', 0, ours);
     console.log(`baseline: ${line(empty).replace(/^scale: /, '')}`);
     let written = 0;
     for (const size of SIZES) {
@@ -285,9 +306,11 @@ async function main(): Promise<void> {
         `setup: ${size - written} more machines (${objects} objects: HarvesterMachines, Machines, ${MACHINES_PER_CLUSTER} machines per cluster, ${CLUSTERS_PER_CREDENTIAL} clusters per credential) written in ${((performance.now() - t) / 1000).toFixed(1)} s (${(objects / ((performance.now() - t) / 1000)).toFixed(0)}/s)`,
       );
       written = size;
-      const f = await measure(kubeconfigPath, NS, size);
+      const f = await measure(kubeconfigPath, NS, size, ours);
       results.push(f);
       console.log(line(f));
+      // A release without harvester_machine_api_requests_total shows no idle requests: not measured.
+      if (before) console.log(`before: ${line(await measure(kubeconfigPath, NS, size, before)).replace(/^scale: /, '')}`);
     }
   } finally {
     await rancher.stop();
