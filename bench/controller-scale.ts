@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { hookAnnotation } from '../src/controller/constants.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
@@ -134,6 +135,34 @@ function baselineCommand(): ControllerCommand | undefined {
   return { command: exe, args: ['controller'], env: { ...process.env, ...unpackCacheEnv() }, what: exe };
 }
 
+/** The chart's memory limit in MiB (its values.yaml), what Node reads from the pod's cgroup. */
+function chartMemoryLimitMib(): number {
+  const values = YAML.parse(
+    fs.readFileSync(
+      fileURLToPath(new URL('../../deploy/helm/harvester-machine-controller/values.yaml', import.meta.url)),
+      'utf8',
+    ),
+  ) as { resources?: { limits?: { memory?: string } } };
+  const limit = /^(\d+)Mi$/.exec(values.resources?.limits?.memory ?? '')?.[1];
+  if (limit === undefined) throw new Error('the chart has no memory limit in Mi (resources.limits.memory)');
+  return Number(limit);
+}
+
+/**
+ * The image's settings as they act in the chart's pod: no cgroup limits this process, so the
+ * image's old-generation share of the container's limit is given as the size it comes to there.
+ */
+function imageEnvInThePod(): Record<string, string> {
+  const limit = chartMemoryLimitMib();
+  return {
+    ...CONTROLLER_IMAGE_ENV,
+    NODE_OPTIONS: CONTROLLER_IMAGE_ENV.NODE_OPTIONS.replace(
+      /--max-old-space-size-percentage=(\d+)/,
+      (_, p: string) => `--max-old-space-size=${Math.floor((limit * Number(p)) / 100)}`,
+    ),
+  };
+}
+
 /** The controller as shipped (the single executable, Node LTS inside), or as compiled under this Node. */
 async function controllerCommand(): Promise<ControllerCommand> {
   if (process.env.BENCH_CONTROLLER === 'node')
@@ -147,9 +176,9 @@ async function controllerCommand(): Promise<ControllerCommand> {
   return {
     command: exe,
     args: ['controller'],
-    env: { ...process.env, ...unpackCacheEnv(), ...CONTROLLER_IMAGE_ENV },
-    what: `the single executable (harvester-machine controller) with the image's ${Object.entries(
-      CONTROLLER_IMAGE_ENV,
+    env: { ...process.env, ...unpackCacheEnv(), ...imageEnvInThePod() },
+    what: `the single executable (harvester-machine controller) with the image's settings as in the chart's ${chartMemoryLimitMib()} Mi limit: ${Object.entries(
+      imageEnvInThePod(),
     )
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
@@ -310,7 +339,10 @@ async function main(): Promise<void> {
       results.push(f);
       console.log(line(f));
       // A release without harvester_machine_api_requests_total shows no idle requests: not measured.
-      if (before) console.log(`before: ${line(await measure(kubeconfigPath, NS, size, before)).replace(/^scale: /, '')}`);
+      if (before)
+        console.log(
+          `before: ${line(await measure(kubeconfigPath, NS, size, before)).replace(/^scale: /, '')}`,
+        );
     }
   } finally {
     await rancher.stop();

@@ -15,9 +15,10 @@
 #   /etc/ssl/certs/ca-certificates.crt Debian's CA bundle (NODE_EXTRA_CA_CERTS points at it)
 #   /etc/passwd, /etc/group            the unprivileged user 65532 it runs as
 #   /tmp                               the only writable directory (mode 1777)
-# and in its environment V8's young generation at 2 MiB semi-spaces and glibc's malloc at two
-# arenas (NODE_OPTIONS, MALLOC_ARENA_MAX; sandbox/release/artifacts.ts CONTROLLER_IMAGE_ENV): a
-# controller syncing 20,000 machines peaks ~120 MB lower (ADR 0019)
+# and in its environment V8's young generation at 2 MiB semi-spaces, its old generation at half
+# the container's memory limit and glibc's malloc at two arenas (NODE_OPTIONS, MALLOC_ARENA_MAX;
+# sandbox/release/artifacts.ts CONTROLLER_IMAGE_ENV): without the cap V8 lets a controller
+# syncing 20,000 machines grow past the chart's 256 Mi before it collects (ADR 0019)
 # with entrypoint `harvester-machine controller` and the OCI labels. The payload is in it once
 # (the full executable beside it would hold it a second time, compressed). The layer is
 # zstd-compressed (tar+zstd, image-spec 1.1; containerd 1.5+, CRI-O, podman, Docker 23+ pull it):
@@ -110,7 +111,7 @@ bah config \
   --entrypoint "[\"$EXE_IN_IMAGE\", \"controller\"]" --cmd '' \
   --user 65532:65532 --workingdir /tmp \
   --env HOME=/tmp --env XDG_CACHE_HOME="$CACHE_IN_IMAGE" --env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
-  --env NODE_OPTIONS=--max-semi-space-size=2 --env MALLOC_ARENA_MAX=2 \
+  --env "NODE_OPTIONS=--max-semi-space-size=2 --max-old-space-size-percentage=50" --env MALLOC_ARENA_MAX=2 \
   --label "org.opencontainers.image.title=harvester-machine-controller" \
   --label "org.opencontainers.image.description=Rancher-side cleanup controller of the harvester-machine node driver" \
   --label "org.opencontainers.image.version=$VERSION" \

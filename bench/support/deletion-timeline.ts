@@ -6,7 +6,7 @@
 // and what the stand-ins take.
 import { Informer, type InformerEvent } from '../../src/kube/informer.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { Resources, resourceType, type KubeObject } from '../../src/kube/resources.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
@@ -23,9 +23,21 @@ const GAPS: Array<{ from: Step; to: Step; who: string }> = [
   { from: 'infraGone', to: 'gone', who: 'Cluster API: HarvesterMachine gone → Machine gone' },
 ];
 
+/** The cascade above the Machines, in the order Cluster API and the garbage collector walk it. */
+const CASCADE = [
+  { kind: 'Cluster', type: Resources.capiCluster },
+  {
+    kind: 'MachineDeployment',
+    type: resourceType('cluster.x-k8s.io', 'v1beta1', 'machinedeployments', 'MachineDeployment'),
+  },
+  { kind: 'MachineSet', type: resourceType('cluster.x-k8s.io', 'v1beta1', 'machinesets', 'MachineSet') },
+] as const;
+
 export class DeletionTimeline {
   /** Milliseconds since start(), per machine name and step. */
   readonly seen = new Map<string, Partial<Record<Step, number>>>();
+  /** Milliseconds since start() when the cascade reached each object above the Machines ("Kind/name"). */
+  readonly cascade = new Map<string, number>();
   private t0 = 0;
   private readonly informers: Array<Informer<KubeObject>> = [];
   private readonly byInstance = new Map<string, string>();
@@ -62,6 +74,18 @@ export class DeletionTimeline {
       if (machine) this.mark(machine, 'annotated');
     });
     this.informers.push(machines, infra, vms);
+    for (const { kind, type } of CASCADE) {
+      const informer = new Informer<KubeObject>(rancher, type, {
+        namespace,
+        ...(kind === 'Cluster' ? { fieldSelector: `metadata.name=${cluster}` } : { labelSelector }),
+      });
+      informer.on((e) => {
+        const key = `${kind}/${e.object.metadata.name}`;
+        if (this.t0 && e.object.metadata.deletionTimestamp && !this.cascade.has(key))
+          this.cascade.set(key, performance.now() - this.t0);
+      });
+      this.informers.push(informer);
+    }
     await Promise.all(this.informers.map((i) => i.start()));
   }
 
@@ -113,6 +137,9 @@ export class DeletionTimeline {
   /** Lines for the report: where the time went. */
   report(): string[] {
     const lines = [
+      `  the cascade above the Machines (deletion seen after the provisioning Cluster's): ${
+        [...this.cascade].map(([k, t]) => `${k.replace(/\/.*/, '')} ${s(t)}`).join(', ') || '—'
+      }`,
       `  step times after the Cluster's deletion (first / median / last of ${this.seen.size} machines):`,
     ];
     for (const step of STEPS) {
