@@ -251,19 +251,18 @@ export class Manager {
   }
 
   /**
-   * Starts every informer, one after the other, then starts the queues. Rejects when a
+   * Starts every informer, waits for all of them, then starts the queues. Rejects when a
    * cache cannot sync (a list the credentials may not read); stop() then releases the rest.
    */
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`the manager was started already (${this.state})`);
     this.state = 'starting';
-    // One cache after the other: an initial list is CPU work on both sides, so lists in
-    // parallel finish little sooner, while each holds its pages of whole objects (before the
-    // transform) at the same time: at 20,000 machines that was the controller's peak memory.
-    for (const c of this.caches.values()) {
-      await c.start();
-      if (this.state !== 'starting') return; // stopped while syncing
-    }
+    // All at once: one cache after the other, each page waits for the apiserver and then the
+    // apiserver for us: at 20,000 machines the sync took 45.5 s instead of 26.3 s. The pages
+    // held meanwhile are small (500 objects each); the peak was garbage V8 had not collected,
+    // which the image's old-generation limit bounds (ADR 0019).
+    await Promise.all([...this.caches.values()].map((c) => c.start()));
+    if (this.state !== 'starting') return; // stopped while syncing
     this.state = 'synced';
     for (const c of this.all) c.run();
   }
