@@ -1,97 +1,49 @@
-// Benchmark (not a test) of the cleanup controller on real control planes:
-//  1. Time to annotate every VM of a deleted 200-machine cluster (target < 10 s), with the
-//     controller and the real Cluster API manager (Rancher's own controllers played by the
-//     stand-in, rm jobs doing nothing); baseline in the same run: Rancher 2.11's handler
-//     simulated with the same client (one HarvesterMachine after the other: read the
-//     clusters and the credential, GET the VM, full Update).
-//  2. The controller's RSS with 5,000 HarvesterMachines cached (target < 200 MB), measured
-//     on main.ts in a child process; baseline: the same process with none cached.
-// Run: npx tsc -p . && node dist/bench/cleanup-controller.js [machines=200] [cached=5000]
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// Benchmark (not a test): a whole-cluster deletion of 200 machines on the real Cluster API
+// manager (sandbox/capi, run as Rancher's chart runs it), with the cleanup controller gating
+// every Machine and Rancher's own controllers played by the stand-in (rm jobs doing nothing):
+// the time from the Cluster's deletion to the last VM annotated against the time the cascade
+// takes to reach the last Machine, machines released per second, and where each machine waits
+// (bench/support/deletion-timeline.ts). Passes when every VM was annotated within 1 s of the
+// cascade reaching its Machine and every machine is gone within the deadline.
+// Baseline in the same run: Rancher 2.11's handler simulated with the same client (one
+// HarvesterMachine after the other: read the clusters and the credential, GET the VM, full
+// Update) on 200 more machines, whose objects are written directly (no Cluster API: the
+// handler reads nothing Cluster API makes).
+// Run: npx tsc -p . && node dist/bench/cleanup-controller.js [machines=200] [concurrency=rancher|N] [capiQps]
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../src/harvester/labels.js';
 import { KubeClient } from '../src/kube/client.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { silentLogger } from '../src/log/logger.js';
 import { CleanupController } from '../src/controller/controller.js';
+import { hookAnnotation } from '../src/controller/constants.js';
+import { rancherInstanceName } from '../src/rancher/names.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
 import { describeClusterApi, startRancherWithClusterApi } from '../sandbox/capi/index.js';
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane/control-plane.js';
 import { installCrds } from '../sandbox/crds/install.js';
 import { startRancherStandIn } from '../sandbox/rancher/rancher-standin.js';
 import { harvesterCloudCredential, saveHarvesterCloudCredential } from '../sandbox/rancher/credentials.js';
-import { createGuestCluster, createMachineVm, type GuestMachine } from '../sandbox/rancher/guest-cluster.js';
+import { createGuestCluster, createMachineVm } from '../sandbox/rancher/guest-cluster.js';
+import { DeletionTimeline, quantile, ratePerSecond } from './support/deletion-timeline.js';
+import { capiCluster, harvesterMachine, inParallel, provisioningCluster } from './support/rancher-objects.js';
 
 const MACHINES = Number(process.argv[2] ?? 200);
-const CACHED = Number(process.argv[3] ?? 5000);
+const CONCURRENCY =
+  process.argv[3] === undefined || process.argv[3] === 'rancher' ? 'rancher' : Number(process.argv[3]);
+/** Cluster API's client rate limit: its default (20/s) unless given. */
+const CLIENT_QPS = process.argv[4] === undefined ? undefined : Number(process.argv[4]);
 const NS = 'fleet-bench';
+const BASELINE_NS = 'fleet-baseline';
 const VM_NS = 'bench';
+const HOOK = 'harvester-machine-cleanup';
+const DEADLINE_MS = 180_000;
+/** Every VM annotated within this long of the cascade reaching its Machine. */
+const ANNOTATE_WITHIN_MS = 1_000;
+const CREDENTIAL = 'cattle-global-data:cc-bench';
 
-async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await fn(items[next++] as T);
-    }),
-  );
-}
+const seconds = (ms: number | undefined): string => (ms === undefined ? '—' : `${(ms / 1000).toFixed(2)} s`);
 
-async function countAnnotated(harvester: KubeClient, cluster: string): Promise<number> {
-  const list = await harvester.list<KubeObject>(Resources.virtualMachine, {
-    namespace: VM_NS,
-    labelSelector: `guestcluster.harvesterhci.io/name=${cluster}`,
-  });
-  return list.items.filter((v) => v.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS] === 'true').length;
-}
-
-async function guestWithVms(
-  rancher: ControlPlane,
-  harvester: ControlPlane,
-  name: string,
-  n: number,
-): Promise<GuestMachine[]> {
-  const machines = await createGuestCluster(rancher.admin, {
-    namespace: NS,
-    name,
-    vmNamespace: VM_NS,
-    clusterCredential: 'cattle-global-data:cc-bench',
-    pools: [{ name: 'wk', quantity: n }],
-    downstreamKubeconfig: rancher.adminKubeconfig,
-    timeoutMs: 900_000,
-  });
-  await inParallel(machines, 16, (m) =>
-    createMachineVm(harvester.admin, { instanceName: m.instanceName, clusterName: name, vmNamespace: VM_NS }),
-  );
-  return machines;
-}
-
-/** Rancher 2.11's harvestercleanup onChange, one object at a time, with the same client. */
-async function rancherBaseline(
-  rancher: KubeClient,
-  harvester: KubeClient,
-  machines: GuestMachine[],
-  cluster: string,
-): Promise<number> {
-  const started = performance.now();
-  for (const m of machines) {
-    await rancher.get(Resources.harvesterMachine, { namespace: NS, name: m.name });
-    await rancher.get(Resources.capiCluster, { namespace: NS, name: cluster });
-    await rancher.get(Resources.provisioningCluster, { namespace: NS, name: cluster });
-    await rancher.get(Resources.secret, { namespace: 'cattle-global-data', name: 'cc-bench' });
-    const vm = await harvester.get<KubeObject>(Resources.virtualMachine, {
-      namespace: VM_NS,
-      name: m.instanceName,
-    });
-    vm.metadata.annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' };
-    await harvester.update(Resources.virtualMachine, vm);
-  }
-  return performance.now() - started;
-}
-
-async function annotationBenchmark(rancher: ControlPlane, harvester: ControlPlane): Promise<void> {
+async function credential(rancher: ControlPlane, harvester: ControlPlane): Promise<string> {
   const user = await createTokenUser(harvester.admin, {
     expiresAt: new Date(Date.now() + 86_400_000),
     rules: [
@@ -112,24 +64,72 @@ async function annotationBenchmark(rancher: ControlPlane, harvester: ControlPlan
     rancher.admin,
     harvesterCloudCredential({ name: 'cc-bench', kubeconfig, clusterId: 'c-m-bench' }),
   );
+  return kubeconfig;
+}
+
+/** The baseline's machines: the objects Rancher's handler reads, written directly. */
+async function baselineMachines(rancher: ControlPlane, harvester: ControlPlane): Promise<string[]> {
+  const cluster = 'scale-00000';
+  await rancher.admin.create(Resources.provisioningCluster, provisioningCluster(0, BASELINE_NS));
+  await rancher.admin.create(Resources.capiCluster, capiCluster(0, BASELINE_NS));
+  const names: string[] = [];
+  await inParallel(
+    Array.from({ length: MACHINES }, (_, i) => i),
+    16,
+    async (i) => {
+      // Every machine of cluster 0 (harvesterMachine() names ten per cluster; the cluster label is what is read).
+      const hm = harvesterMachine(i, BASELINE_NS);
+      hm.metadata.labels = { ...hm.metadata.labels, 'cluster.x-k8s.io/cluster-name': cluster };
+      // No owner (the garbage collector would delete it: its Machine does not exist), no finalizer.
+      delete hm.metadata.finalizers;
+      delete hm.metadata.ownerReferences;
+      await rancher.admin.create(Resources.harvesterMachine, hm);
+      await createMachineVm(harvester.admin, {
+        instanceName: rancherInstanceName(hm.metadata.name),
+        clusterName: cluster,
+        vmNamespace: VM_NS,
+      });
+      names.push(hm.metadata.name);
+    },
+  );
+  return names;
+}
+
+/** Rancher 2.11's harvestercleanup onChange, one object at a time, with the same client. */
+async function rancherBaseline(
+  rancher: KubeClient,
+  harvester: KubeClient,
+  machines: string[],
+): Promise<number> {
+  const started = performance.now();
+  for (const name of machines) {
+    await rancher.get(Resources.harvesterMachine, { namespace: BASELINE_NS, name });
+    await rancher.get(Resources.capiCluster, { namespace: BASELINE_NS, name: 'scale-00000' });
+    await rancher.get(Resources.provisioningCluster, { namespace: BASELINE_NS, name: 'scale-00000' });
+    await rancher.get(Resources.secret, { namespace: 'cattle-global-data', name: 'cc-bench' });
+    const vm = await harvester.get<KubeObject>(Resources.virtualMachine, {
+      namespace: VM_NS,
+      name: rancherInstanceName(name),
+    });
+    vm.metadata.annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' };
+    await harvester.update(Resources.virtualMachine, vm);
+  }
+  return performance.now() - started;
+}
+
+async function deletion(rancher: ControlPlane, harvester: ControlPlane): Promise<boolean> {
   const standIn = await startRancherStandIn(rancher.admin, {
     namespace: NS,
     removalJob: () => Promise.resolve(),
     retryDelayMs: 100,
   });
-  let t = performance.now();
-  await guestWithVms(rancher, harvester, 'bench-ours', MACHINES);
-  const theirs = await guestWithVms(rancher, harvester, 'bench-rancher', MACHINES);
-  console.log(
-    `setup: 2 clusters x ${MACHINES} machines (made by Cluster API) with VMs in ${((performance.now() - t) / 1000).toFixed(1)} s`,
-  );
   const controller = new CleanupController({
     client: rancher.admin,
     logger: silentLogger,
     config: {
       namespaces: [NS],
       credentialNamespace: 'cattle-global-data',
-      hookName: 'harvester-machine-cleanup',
+      hookName: HOOK,
       gateDeadlineMs: 600_000,
       probeIntervalMs: 600_000,
       expiringSoonMs: 7 * 86_400_000,
@@ -137,169 +137,89 @@ async function annotationBenchmark(rancher: ControlPlane, harvester: ControlPlan
       identity: 'bench',
     },
   });
+  const timeline = new DeletionTimeline({
+    rancher: rancher.admin,
+    harvester: harvester.admin,
+    namespace: NS,
+    vmNamespace: VM_NS,
+    cluster: 'bench-ours',
+    hook: hookAnnotation(HOOK),
+  });
   try {
+    // The controller gates Machines as Cluster API makes them, as it would in Rancher.
     await controller.start();
-    await controller.idle();
+    let t = performance.now();
+    const machines = await createGuestCluster(rancher.admin, {
+      namespace: NS,
+      name: 'bench-ours',
+      vmNamespace: VM_NS,
+      clusterCredential: CREDENTIAL,
+      pools: [{ name: 'wk', quantity: MACHINES }],
+      downstreamKubeconfig: rancher.adminKubeconfig,
+      timeoutMs: 900_000,
+    });
+    const made = performance.now() - t;
+    await inParallel(machines, 16, (m) =>
+      createMachineVm(harvester.admin, {
+        instanceName: m.instanceName,
+        clusterName: 'bench-ours',
+        vmNamespace: VM_NS,
+      }),
+    );
     // Every machine is gated before the deletion starts.
     for (;;) {
       const list = await rancher.admin.list<KubeObject>(Resources.capiMachine, { namespace: NS });
-      if (
-        list.items.every((m) =>
-          Object.keys(m.metadata.annotations ?? {}).some((k) => k.startsWith('pre-terminate.')),
-        )
-      )
-        break;
+      if (list.items.every((m) => m.metadata.annotations?.[hookAnnotation(HOOK)] !== undefined)) break;
       await new Promise((r) => setTimeout(r, 200));
     }
+    await controller.idle();
+    console.log(
+      `setup: ${MACHINES} machines made by Cluster API (concurrency ${CONCURRENCY}, client ${CLIENT_QPS ?? 20} requests/s) in ${seconds(made)}, with VMs and gates in ${seconds(performance.now() - t)}`,
+    );
+    await timeline.watch();
+    timeline.start();
     t = performance.now();
     await rancher.admin.delete(Resources.provisioningCluster, { namespace: NS, name: 'bench-ours' });
-    let annotatedAt = 0;
-    let allDeletingAt = 0;
-    let firstAnnotatedAt = 0;
-    for (;;) {
-      const annotated = annotatedAt ? MACHINES : await countAnnotated(harvester.admin, 'bench-ours');
-      if (annotated > 0 && !firstAnnotatedAt) firstAnnotatedAt = performance.now() - t;
-      if (!annotatedAt && annotated === MACHINES) annotatedAt = performance.now() - t;
-      const machines = (
-        await rancher.admin.list<KubeObject>(Resources.capiMachine, {
-          namespace: NS,
-          labelSelector: 'cluster.x-k8s.io/cluster-name=bench-ours',
-        })
-      ).items;
-      if (!allDeletingAt && machines.every((m) => m.metadata.deletionTimestamp))
-        allDeletingAt = performance.now() - t;
-      const left = machines.length;
-      if (annotatedAt && left === 0) break;
-      if (performance.now() - t > 120_000) throw new Error(`timed out: ${left} machines left`);
+    while (timeline.left() > 0 || timeline.times('gone').length < MACHINES) {
+      if (performance.now() - t > DEADLINE_MS) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    const releasedAt = performance.now() - t;
+    const left = MACHINES - timeline.times('gone').length;
+    const deleting = timeline.times('deleting');
+    const annotated = timeline.times('annotated');
+    const released = timeline.times('released');
+    const gone = timeline.times('gone');
+    const lag = timeline.gaps('deleting', 'annotated');
+    const late = lag.filter((ms) => ms > ANNOTATE_WITHIN_MS).length;
+    const ok = left === 0 && annotated.length === MACHINES && late === 0;
+    for (const line of timeline.report()) console.log(line);
     console.log(
-      `  (every Machine marked deleted by Cluster API's cascade after ${(allDeletingAt / 1000).toFixed(2)} s; first VM annotated after ${(firstAnnotatedAt / 1000).toFixed(2)} s)`,
+      `scale: ${MACHINES}-machine cluster deletion on the real Cluster API: last VM annotated ${seconds(annotated.at(-1))} after the Cluster's deletion, the cascade reached the last Machine after ${seconds(deleting.at(-1))}; each VM annotated ${seconds(quantile(lag, 0.5))} (median), ${seconds(lag.at(-1))} (max) after the cascade reached its Machine; ${ratePerSecond(released).toFixed(1)} machines released/s; every machine gone after ${seconds(gone.at(-1))}${ok ? '' : ` — FAILED: ${left} machines left after ${DEADLINE_MS / 1000} s, ${MACHINES - annotated.length} VMs not annotated, ${late} annotated later than ${ANNOTATE_WITHIN_MS} ms`}`,
     );
-    console.log(
-      `controller: all ${MACHINES} VMs annotated ${(annotatedAt / 1000).toFixed(2)} s after the cluster deletion (target < 10 s); every machine removed after ${(releasedAt / 1000).toFixed(2)} s`,
-    );
+    return ok;
   } finally {
+    await timeline.stop();
     await controller.stop();
     await standIn.stop();
-  }
-  const vmClient = KubeClient.fromKubeconfig(kubeconfig);
-  try {
-    const baseline = await rancherBaseline(rancher.admin, vmClient, theirs, 'bench-rancher');
-    console.log(
-      `baseline (Rancher 2.11 handler, sequential GET + full Update, same client): ${MACHINES} VMs in ${(baseline / 1000).toFixed(2)} s`,
-    );
-  } finally {
-    vmClient.close();
-  }
-}
-
-async function rssBenchmark(rancher: ControlPlane): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-bench-'));
-  const kubeconfigPath = path.join(dir, 'kubeconfig');
-  fs.writeFileSync(kubeconfigPath, rancher.adminKubeconfig, { mode: 0o600 });
-  const measure = async (namespace: string): Promise<number> => {
-    let logged = '';
-    const child = spawn(
-      process.execPath,
-      [
-        fileURLToPath(new URL('../src/controller/main.js', import.meta.url)),
-        '--kubeconfig',
-        kubeconfigPath,
-        '--namespace',
-        namespace,
-        '--leader-elect',
-        'false',
-        '--metrics-bind-address',
-        '127.0.0.1:0',
-        '--log-level',
-        'info',
-        '--leader-election-namespace',
-        'default',
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    try {
-      await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', (c: Buffer) => {
-          logged += c.toString();
-          if (logged.includes('"caches synced"')) resolve();
-        });
-        child.once('exit', (code) => reject(new Error(`controller exited (${code})`)));
-      });
-      await new Promise((r) => setTimeout(r, 3000));
-      const synced = /"caches synced".*?"heapUsedMb":(\d+)/.exec(logged)?.[1];
-      if (synced) console.log(`  (${namespace}: V8 heap used when synced ${synced} MB)`);
-      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-  };
-  try {
-    for (const ns of ['bench-empty', 'bench-rss'])
-      await rancher.admin.create(Resources.namespace, {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: ns },
-      });
-    const empty = await measure('bench-empty');
-    const t = performance.now();
-    const userData = `#cloud-config\npackage_update: true\npackages: [qemu-guest-agent]\nruncmd:\n${'  - [systemctl, enable, --now, qemu-guest-agent.service]\n'.repeat(30)}`;
-    await inParallel(
-      Array.from({ length: CACHED }, (_, i) => i),
-      16,
-      (i) =>
-        rancher.admin.create<KubeObject>(Resources.harvesterMachine, {
-          apiVersion: 'rke-machine.cattle.io/v1',
-          kind: 'HarvesterMachine',
-          metadata: {
-            name: `rss-${String(i).padStart(5, '0')}-pool1-7f8d9c5b6-x2v9q`,
-            namespace: 'bench-rss',
-            labels: {
-              'cluster.x-k8s.io/cluster-name': `rss-${i % 50}`,
-              'rke.cattle.io/rke-machine-pool-name': 'pool1',
-              'cluster.x-k8s.io/deployment-name': `rss-${i % 50}-pool1`,
-            },
-          },
-          spec: {
-            vmNamespace: 'default',
-            cpuCount: '4',
-            memorySize: '8',
-            diskInfo: JSON.stringify({
-              disks: [{ imageName: 'default/image-ubuntu', size: 40, bootOrder: 1 }],
-            }),
-            networkInfo: JSON.stringify({ interfaces: [{ networkName: 'default/vlan1' }] }),
-            sshUser: 'ubuntu',
-            userData,
-            common: { cloudCredentialSecretName: 'cattle-global-data:cc-bench' },
-          },
-        } as KubeObject),
-    );
-    console.log(
-      `created ${CACHED} HarvesterMachines (~${Math.round(JSON.stringify(userData).length / 1024 + 1)} KiB each) in ${((performance.now() - t) / 1000).toFixed(1)} s`,
-    );
-    const full = await measure('bench-rss');
-    console.log(
-      `controller RSS: ${full.toFixed(0)} MB with ${CACHED} HarvesterMachines cached (target < 200 MB); baseline ${empty.toFixed(0)} MB with none`,
-    );
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
 async function main(): Promise<void> {
   const [withCapi, harvester] = await Promise.all([
-    startRancherWithClusterApi({ clusterApi: { namespace: NS } }),
+    startRancherWithClusterApi({
+      clusterApi: {
+        namespace: NS,
+        concurrency: CONCURRENCY,
+        ...(CLIENT_QPS ? { clientQps: CLIENT_QPS } : {}),
+      },
+    }),
     startControlPlane({ name: 'harvester', controllerManager: false }),
   ]);
   const { rancher } = withCapi;
   console.log(describeClusterApi(withCapi.clusterApi));
   try {
     await installCrds(harvester.admin, 'harvester');
-    for (const ns of [NS])
+    for (const ns of [NS, BASELINE_NS])
       await rancher.admin.create(Resources.namespace, {
         apiVersion: 'v1',
         kind: 'Namespace',
@@ -310,8 +230,23 @@ async function main(): Promise<void> {
       kind: 'Namespace',
       metadata: { name: VM_NS },
     });
-    await annotationBenchmark(rancher, harvester);
-    await rssBenchmark(rancher);
+    const kubeconfig = await credential(rancher, harvester);
+    const ok = await deletion(rancher, harvester);
+    let t = performance.now();
+    const theirs = await baselineMachines(rancher, harvester);
+    console.log(
+      `setup: ${MACHINES} baseline machines and VMs written directly in ${seconds(performance.now() - t)}`,
+    );
+    const vmClient = KubeClient.fromKubeconfig(kubeconfig);
+    try {
+      t = await rancherBaseline(rancher.admin, vmClient, theirs);
+      console.log(
+        `baseline (Rancher 2.11 handler, sequential GET + full Update, same client): ${MACHINES} VMs in ${seconds(t)}`,
+      );
+    } finally {
+      vmClient.close();
+    }
+    if (!ok) process.exitCode = 1;
   } finally {
     await Promise.all([withCapi.stop(), harvester.stop()]);
   }

@@ -101,6 +101,19 @@ func unpackedIn(root cacheRoot, self *os.File, parts []payload.Part) ([]string, 
 	return dirs, nil
 }
 
+// verifiedIn returns the parts' directories under root when every one is there and passes
+// verifyPart, without writing anything (a detached executable cannot unpack).
+func verifiedIn(root cacheRoot, parts []payload.Part) ([]string, error) {
+	dirs := make([]string, len(parts))
+	for i, p := range parts {
+		dirs[i] = filepath.Join(root.dir, p.DirName())
+		if err := verifyPart(dirs[i], p, root.shared); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.DirName(), err)
+		}
+	}
+	return dirs, nil
+}
+
 // prepareRoot creates the root; a shared one must be a real directory of ours that nobody
 // else may write, or another user could put their own "Node" in it.
 func prepareRoot(root cacheRoot) error {

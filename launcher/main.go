@@ -48,6 +48,9 @@ func launch(args []string) error {
 		return err
 	}
 	parts := []payload.Part{runtime, app}
+	if index.Detached() {
+		return launchDetached(parts, self.path, args)
+	}
 
 	var failures []string
 	for _, root := range cacheRoots() {
@@ -60,4 +63,24 @@ func launch(args []string) error {
 	err = execFromMemory(self.file, parts, self.path, args)
 	failures = append(failures, fmt.Sprintf("in memory: %v", err))
 	return fmt.Errorf("cannot start the bundled Node runtime; tried:\n  %s", strings.Join(failures, "\n  "))
+}
+
+// launchDetached runs an executable without its payload (the controller image's): only from
+// part directories already there and verified as a warm start verifies them (completion
+// marker of the same hash, every file as unpacked). It writes nothing: a missing or damaged
+// part is an error, as there is nothing to unpack it from. Shared roots (/tmp) are not looked
+// at: what it runs was put there by whoever built the image, not found lying about.
+func launchDetached(parts []payload.Part, exe string, args []string) error {
+	var failures []string
+	for _, root := range cacheRoots() {
+		if root.shared {
+			continue
+		}
+		dirs, err := verifiedIn(root, parts)
+		if err == nil {
+			err = execFromDirs(dirs[0], dirs[1], exe, args)
+		}
+		failures = append(failures, fmt.Sprintf("%s: %v", root.dir, err))
+	}
+	return fmt.Errorf("this executable carries no payload (the controller image's) and found no unpacked, verified runtime; tried:\n  %s", strings.Join(failures, "\n  "))
 }

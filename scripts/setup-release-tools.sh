@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `npm run release` and the release tests need, idempotently:
-#   - Debian's buildah, podman, runc, skopeo (image build without Docker, run, copy)
+#   - Debian's buildah, podman, runc, skopeo (image build without Docker, run, copy) and
+#     docker-registry (the CNCF distribution registry: the release tests push to it)
 #   - helm, built from the Go module proxy (`go install helm.sh/helm/v3/cmd/helm@VERSION`)
 #     into the shared cache, keyed by the helm and Go versions, like kube-apiserver.
 # Prints the directory holding helm on stdout; progress and failures go to stderr.
@@ -11,7 +12,7 @@ set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 CACHE_ROOT="${HARVESTER_MACHINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/harvester-machine}"
-DEBIAN_PACKAGES=(buildah podman runc skopeo ca-certificates)
+DEBIAN_PACKAGES=(buildah podman runc skopeo ca-certificates docker-registry)
 
 fail() { echo "setup-release-tools: step '$1' failed: $2" >&2; exit 1; }
 
@@ -25,6 +26,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
   { $sudo_cmd apt-get update -qq \
     && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >&2 \
     || fail "install ${missing[*]}" "apt-get install failed; install the Debian packages ${missing[*]} by hand"
+  # The package enables a registry service on every interface; the tests start their own on
+  # 127.0.0.1 only, so a machine with systemd gets the binary and not the service.
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && [ -d /run/systemd/system ]; then
+    $sudo_cmd systemctl disable --now docker-registry >&2 || true
+  fi
 fi
 
 command -v go >/dev/null 2>&1 || fail "find Go" "no 'go' on PATH; install Go >= 1.24 (helm is built from the Go module proxy)"

@@ -7,6 +7,11 @@
 //
 // Each part is a zstd-compressed tar; its content hash names the directory it is unpacked
 // into, so a changed part never reuses a stale directory.
+//
+// A detached executable (the controller image's: scripts/build-image.sh) is the same launcher
+// and index with every part marked detached and its bytes left out: it runs the parts only
+// from directories already unpacked and verified (their completion markers name the same
+// hashes), and never unpacks, so an image holds the payload once, unpacked.
 package payload
 
 import (
@@ -37,6 +42,9 @@ type Part struct {
 	Size   int64 `json:"size"`
 	// SHA256 of the compressed bytes, hex.
 	SHA256 string `json:"sha256"`
+	// Detached: the bytes are not in this file (Offset and Size are those of the executable it
+	// was detached from); only an unpacked directory of this hash can run it.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // Index lists the parts. Format changes only when the launcher must read it differently.
@@ -95,11 +103,54 @@ func ReadIndex(f io.ReaderAt, size int64) (*Index, error) {
 	}
 	end := size - int64(trailerSize) - int64(n)
 	for _, p := range ix.Parts {
-		if p.Name == "" || len(p.SHA256) != 64 || p.Offset < 0 || p.Size <= 0 || p.Offset+p.Size > end {
+		inFile := p.Detached || (p.Offset >= 0 && p.Size > 0 && p.Offset+p.Size <= end)
+		if p.Name == "" || len(p.SHA256) != 64 || !inFile {
 			return nil, fmt.Errorf("payload part %q is malformed", p.Name)
 		}
 	}
 	return &ix, nil
+}
+
+// Detached says whether any part's bytes are left out of the file.
+func (ix *Index) Detached() bool {
+	for _, p := range ix.Parts {
+		if p.Detached {
+			return true
+		}
+	}
+	return false
+}
+
+// Detach writes to out the launcher of the packed executable in (the bytes before its first
+// part) and its index with every part marked detached: the executable without its payload.
+func Detach(out io.Writer, in io.ReaderAt, size int64) error {
+	ix, err := ReadIndex(in, size)
+	if err != nil {
+		return err
+	}
+	if ix.Detached() {
+		return errors.New("the executable is detached already")
+	}
+	start := size
+	for i := range ix.Parts {
+		start = min(start, ix.Parts[i].Offset)
+		ix.Parts[i].Detached = true
+	}
+	if _, err := io.Copy(out, io.NewSectionReader(in, 0, start)); err != nil {
+		return err
+	}
+	return writeIndex(out, ix)
+}
+
+func writeIndex(out io.Writer, ix *Index) error {
+	raw, err := json.Marshal(ix)
+	if err != nil {
+		return err
+	}
+	trailer := binary.LittleEndian.AppendUint64(nil, uint64(len(raw)))
+	trailer = append(trailer, Magic...)
+	_, err = out.Write(append(raw, trailer...))
+	return err
 }
 
 // Pack writes launcher, then each part file, then the index and trailer, to out.
@@ -133,14 +184,5 @@ func Pack(out io.Writer, launcher string, names, files []string) error {
 		ix.Parts = append(ix.Parts, Part{Name: names[i], Offset: offset, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
 		offset += n
 	}
-	raw, err := json.Marshal(ix)
-	if err != nil {
-		return err
-	}
-	trailer := binary.LittleEndian.AppendUint64(nil, uint64(len(raw)))
-	trailer = append(trailer, Magic...)
-	if _, err := out.Write(append(raw, trailer...)); err != nil {
-		return err
-	}
-	return nil
+	return writeIndex(out, &ix)
 }

@@ -9,8 +9,9 @@
 //   Cluster, MachineDeployment, MachineSet and Machine controllers only MachineHealthCheck,
 //   the CRD migrator (and on v1.13 ClusterResourceSet) run, idle: the manager has no flag to
 //   drop them;
-// - every controller's concurrency 1, no leader election (one replica), diagnostics off,
-//   health probes on 127.0.0.1;
+// - every controller's concurrency and the client's rate limit as Rancher's chart leaves them
+//   (the manager's defaults: 10 workers per controller, 20 requests/s with bursts of 30), no
+//   leader election (one replica), diagnostics off, health probes on 127.0.0.1;
 // - its webhook server (always started: main.go registers every webhook unconditionally) on a
 //   free port with a serving certificate from the control plane's CA. controller-runtime's
 //   webhook server has a Host option but the manager exposes no flag for it, so it listens on
@@ -40,17 +41,27 @@ export interface ClusterApiOptions {
   /** Only this namespace is watched (default: all). */
   namespace?: string;
   readyTimeoutMs?: number;
+  /**
+   * Every controller's concurrency. Default 'rancher': no flag, the manager's own defaults (10
+   * workers per controller), as Rancher's rancher-provisioning-capi chart runs it.
+   */
+  concurrency?: number | 'rancher';
+  /** The manager's client rate limit (--kube-api-qps, burst 1.5 times it); default its own (20, burst 30), as Rancher's. */
+  clientQps?: number;
 }
 
-const CONCURRENCY_FLAGS = [
-  'cluster',
-  'machine',
-  'machineset',
-  'machinedeployment',
-  'machinehealthcheck',
-  'clusterresourceset',
-  'clustercache',
-].map((c) => `--${c}-concurrency=1`);
+const concurrencyFlags = (n: number | 'rancher'): string[] =>
+  n === 'rancher'
+    ? []
+    : [
+        'cluster',
+        'machine',
+        'machineset',
+        'machinedeployment',
+        'machinehealthcheck',
+        'clusterresourceset',
+        'clustercache',
+      ].map((c) => `--${c}-concurrency=${n}`);
 
 /**
  * One Cluster API installation: `prepare()` builds (or finds) the version and picks the webhook
@@ -131,7 +142,13 @@ export class ClusterApi {
         `--webhook-port=${this.webhookPort}`,
         `--webhook-cert-dir=${certDir}`,
         `--feature-gates=${this.version.featureGates}`,
-        ...CONCURRENCY_FLAGS,
+        ...concurrencyFlags(this.options.concurrency ?? 'rancher'),
+        ...(this.options.clientQps
+          ? [
+              `--kube-api-qps=${this.options.clientQps}`,
+              `--kube-api-burst=${Math.ceil(this.options.clientQps * 1.5)}`,
+            ]
+          : []),
       ],
       path.join(dir, 'manager.log'),
     );

@@ -1,6 +1,8 @@
 // What the caches keep of each object: the fields the controller reads, nothing else
-// (no managedFields, no driver settings, no user data, no unrelated Secret data). With
-// 5,000 HarvesterMachines this is the difference between ~70 MB and a few MB of heap.
+// (no managedFields, no status beyond the credential, no driver settings, no user data, no
+// unrelated Secret data, no label, annotation or owner nobody reads). With 20,000 machines
+// every field kept per object costs megabytes; cache-transforms_test.ts checks that what the
+// reconcilers read survives.
 import type { KubeObject, ObjectMeta } from '../kube/resources.js';
 import {
   ANNOTATION_CREDENTIAL_EXPIRATION,
@@ -10,40 +12,96 @@ import {
   isHarvesterCredential,
 } from '../rancher/cloud-credential.js';
 import { CLOUD_PROVIDER_CHART, cloudProviderClusterName } from '../rancher/chart-values.js';
+import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../harvester/labels.js';
+import {
+  CAPI_LABEL_CLUSTER_NAME,
+  LABEL_CAPI_DEPLOYMENT,
+  LABEL_RKE_CAPI_MACHINE,
+  LABEL_RKE_MACHINE_POOL,
+  PRE_TERMINATE_HOOK_PREFIX,
+} from '../rancher/labels.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
+
+/** The labels read: the cluster, and how a machine is matched to its pool (credential-choice.ts). */
+const MACHINE_LABELS = [CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_MACHINE_POOL, LABEL_CAPI_DEPLOYMENT];
+/** A HarvesterMachine's also its Machine's name (controller.ts). */
+const HARVESTER_MACHINE_LABELS = [...MACHINE_LABELS, LABEL_RKE_CAPI_MACHINE];
+/** Every pre-terminate hook (ours has the configured name) and the opt-out (deletion-scope.ts). */
+const machineAnnotation = (k: string): boolean =>
+  k.startsWith(PRE_TERMINATE_HOOK_PREFIX) || k === ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP;
+const clusterAnnotation = (k: string): boolean => k === ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP;
+
+/**
+ * Values that thousands of objects repeat (namespaces, API versions and kinds, cluster, pool and
+ * credential names) kept once: JSON.parse makes a new string for each. Bounded: past the limit
+ * a value is kept as it comes.
+ */
+const sharedStrings = new Map<string, string>();
+const MAX_SHARED_STRINGS = 50_000;
+function shared<T extends string | null | undefined>(value: T): T {
+  if (typeof value !== 'string') return value;
+  const known = sharedStrings.get(value);
+  if (known !== undefined) return known as T;
+  if (sharedStrings.size < MAX_SHARED_STRINGS) sharedStrings.set(value, value);
+  return value;
+}
+
+function pick(
+  from: Record<string, string> | undefined,
+  keep: readonly string[] | ((key: string) => boolean),
+): Record<string, string> | undefined {
+  if (!from) return undefined;
+  const wanted = typeof keep === 'function' ? keep : (k: string) => keep.includes(k);
+  let out: Record<string, string> | undefined;
+  for (const [k, v] of Object.entries(from)) if (wanted(k)) (out ??= {})[k] = shared(v);
+  return out;
+}
 
 function meta(
   m: ObjectMeta,
-  keep: { labels?: boolean; annotations?: boolean | string[]; owners?: boolean } = {},
+  keep: {
+    labels?: readonly string[];
+    annotations?: readonly string[] | ((key: string) => boolean);
+    machineOwner?: boolean;
+  } = {},
 ): ObjectMeta {
   const out: ObjectMeta = { name: m.name };
-  for (const k of ['namespace', 'uid', 'resourceVersion', 'deletionTimestamp'] as const)
+  if (m.namespace !== undefined) out.namespace = shared(m.namespace);
+  for (const k of ['uid', 'resourceVersion', 'deletionTimestamp'] as const)
     if (m[k] !== undefined) out[k] = m[k];
-  if (keep.labels && m.labels) out.labels = m.labels;
-  if (keep.owners && m.ownerReferences) out.ownerReferences = m.ownerReferences;
-  if (keep.annotations === true && m.annotations) out.annotations = m.annotations;
-  if (Array.isArray(keep.annotations) && m.annotations) {
-    const picked = Object.fromEntries(
-      keep.annotations
-        .filter((k) => m.annotations?.[k] !== undefined)
-        .map((k) => [k, m.annotations?.[k] as string]),
-    );
-    if (Object.keys(picked).length) out.annotations = picked;
-  }
+  const labels = keep.labels && pick(m.labels, keep.labels);
+  if (labels) out.labels = labels;
+  const annotations = keep.annotations && pick(m.annotations, keep.annotations);
+  if (annotations) out.annotations = annotations;
+  // Of the owners, the Machine's name (the HarvesterMachine's link to it).
+  const owner = keep.machineOwner ? m.ownerReferences?.find((o) => o.kind === 'Machine') : undefined;
+  if (owner)
+    out.ownerReferences = [{ kind: shared(owner.kind), name: owner.name }] as ObjectMeta['ownerReferences'];
   return out;
 }
 
 const head = (o: KubeObject): Pick<KubeObject, 'apiVersion' | 'kind'> => ({
-  ...(o.apiVersion ? { apiVersion: o.apiVersion } : {}),
-  ...(o.kind ? { kind: o.kind } : {}),
+  ...(o.apiVersion ? { apiVersion: shared(o.apiVersion) } : {}),
+  ...(o.kind ? { kind: shared(o.kind) } : {}),
 });
+
+function infrastructureRef(m: CapiMachine): CapiMachine['spec']['infrastructureRef'] | undefined {
+  const ref = m.spec?.infrastructureRef;
+  if (!ref) return undefined;
+  return {
+    ...(ref.apiVersion !== undefined ? { apiVersion: shared(ref.apiVersion) } : {}),
+    ...(ref.kind !== undefined ? { kind: shared(ref.kind) } : {}),
+    ...(ref.name !== undefined ? { name: ref.name } : {}),
+    ...(ref.namespace !== undefined ? { namespace: shared(ref.namespace) } : {}),
+  };
+}
 
 export function slimMachine(o: KubeObject): KubeObject {
   const m = o as CapiMachine;
   return {
     ...head(m),
-    metadata: meta(m.metadata, { labels: true, annotations: true }),
-    spec: { clusterName: m.spec?.clusterName, infrastructureRef: m.spec?.infrastructureRef },
+    metadata: meta(m.metadata, { labels: MACHINE_LABELS, annotations: machineAnnotation }),
+    spec: { clusterName: shared(m.spec?.clusterName), infrastructureRef: infrastructureRef(m) },
   } as CapiMachine;
 }
 
@@ -52,13 +110,13 @@ export function slimHarvesterMachine(o: KubeObject): KubeObject {
   const credential = m.spec?.common?.cloudCredentialSecretName;
   return {
     ...head(m),
-    metadata: meta(m.metadata, { labels: true, owners: true }),
+    metadata: meta(m.metadata, { labels: HARVESTER_MACHINE_LABELS, machineOwner: true }),
     spec: {
-      vmNamespace: m.spec?.vmNamespace ?? null,
-      ...(credential ? { common: { cloudCredentialSecretName: credential } } : {}),
+      vmNamespace: shared(m.spec?.vmNamespace ?? null),
+      ...(credential ? { common: { cloudCredentialSecretName: shared(credential) } } : {}),
     },
     ...(m.status?.cloudCredentialSecretName
-      ? { status: { cloudCredentialSecretName: m.status.cloudCredentialSecretName } }
+      ? { status: { cloudCredentialSecretName: shared(m.status.cloudCredentialSecretName) } }
       : {}),
   } as HarvesterMachine;
 }
@@ -74,7 +132,7 @@ export function slimCluster(o: KubeObject): KubeObject {
       : {};
   return {
     ...head(c),
-    metadata: meta(c.metadata, { annotations: true }),
+    metadata: meta(c.metadata, { annotations: clusterAnnotation }),
     ...(c.spec
       ? {
           spec: {

@@ -7,8 +7,7 @@
 import { objectKey } from '../api/object-key.js';
 import { isCredentialRejected, type KubeClient } from '../kube/index.js';
 import { harvesterClusterId } from '../rancher/cloud-credential.js';
-import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
-import type { RancherCaches } from './caches.js';
+import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from './caches.js';
 import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
 import {
   credentialCandidates,
@@ -34,9 +33,7 @@ export function learnTargets(
   into: Map<string, ClusterTarget> = new Map(),
 ): Map<string, ClusterTarget> {
   const prov = caches.provisioningClusters.get(objectKey(namespace, cluster));
-  const machines = caches.harvesterMachines.list(
-    (hm) => hm.metadata.namespace === namespace && hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] === cluster,
-  );
+  const machines = caches.harvesterMachines.byIndex(BY_CLUSTER, clusterIndexKey(namespace, cluster));
   for (const hm of machines) {
     const pool = findMachinePool({
       cluster: prov,

@@ -6,7 +6,13 @@ import v8 from 'node:v8';
 import { keyOf, objectKey, parseKey, type ObjectKey } from '../api/object-key.js';
 import { Manager, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/logger.js';
-import { rancherCaches, type RancherCaches } from './caches.js';
+import {
+  BY_CLUSTER,
+  BY_INFRASTRUCTURE,
+  clusterIndexKey,
+  rancherCaches,
+  type RancherCaches,
+} from './caches.js';
 import type { ControllerConfig } from './config.js';
 import { CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_CAPI_MACHINE } from '../rancher/labels.js';
 import { CredentialMonitor } from './credential-monitor.js';
@@ -18,7 +24,7 @@ import { VolumeOwnership, ownershipMetrics } from './volume-ownership.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 import { MachineReconciler } from './machine-reconciler.js';
-import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
+import { controllerMetrics, countRequests, workQueueMetrics, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 import { buildSummary, StatusWriter } from './status-report.js';
 import type { HarvesterMachine } from './types.js';
@@ -59,7 +65,7 @@ export class CleanupController {
   readonly volumes: VolumeCleanup;
   readonly guestWatches: GuestWatches;
   private readonly queues: ReturnType<CleanupController['declare']>;
-  private readonly harvester = new HarvesterClients();
+  private readonly harvester: HarvesterClients;
   private readonly guestClients: KubeconfigClients;
   private readonly status: StatusWriter;
   private readonly events: EventRecorder;
@@ -67,6 +73,7 @@ export class CleanupController {
   constructor(private readonly options: CleanupControllerOptions) {
     const { client, config, logger } = options;
     const metrics = (this.metrics = options.metrics ?? controllerMetrics());
+    this.harvester = new HarvesterClients({ onRequest: countRequests(metrics, 'harvester') });
     this.manager = new Manager({
       client,
       logger,
@@ -215,9 +222,7 @@ export class CleanupController {
     const owner = hm.metadata.ownerReferences?.find((o) => o.kind === 'Machine')?.name;
     const machine = hm.metadata.labels?.[LABEL_RKE_CAPI_MACHINE] ?? owner;
     if (machine) return [objectKey(ns, machine)];
-    return this.caches.machines
-      .list((m) => m.metadata.namespace === ns && m.spec.infrastructureRef?.name === hm.metadata.name)
-      .map(keyOf);
+    return this.caches.machines.byIndex(BY_INFRASTRUCTURE, clusterIndexKey(ns, hm.metadata.name)).map(keyOf);
   }
 
   private clusterOf(hm: HarvesterMachine): ObjectKey | undefined {
@@ -227,21 +232,28 @@ export class CleanupController {
 
   private machinesOf(cluster: ObjectKey): ObjectKey[] {
     return this.caches.machines
-      .list((m) => m.metadata.namespace === cluster.namespace && m.spec.clusterName === cluster.name)
+      .byIndex(BY_CLUSTER, clusterIndexKey(cluster.namespace, cluster.name))
       .map(keyOf);
   }
 
   private summary() {
-    const refs = collectReferences(
+    // Grouped once: with thousands of machines, a pass over every reference per credential adds up.
+    const referrers = new Map<string, string[]>();
+    for (const c of collectReferences(
       this.caches.provisioningClusters.list(),
       this.caches.harvesterMachines.list(),
-    ).flatMap((c) => c.references);
+    ))
+      for (const r of c.references) {
+        const secret = formatSecretRef(r.credential);
+        const list = referrers.get(secret);
+        if (list) list.push(r.referrer);
+        else referrers.set(secret, [r.referrer]);
+      }
     return buildSummary({
       now: new Date(),
       holder: this.options.config.identity,
       credentials: this.monitor.records.values(),
-      referencedBy: (secret) =>
-        refs.filter((r) => formatSecretRef(r.credential) === secret).map((r) => r.referrer),
+      referencedBy: (secret) => referrers.get(secret) ?? [],
       held: this.reconciler.held.values(),
       mismatches: [...this.monitor.mismatches.values()].flat(),
       guestWatches: this.guestWatches.status(),

@@ -11,7 +11,7 @@ import {
   harvesterClusterId,
   isHarvesterCredential,
 } from '../rancher/cloud-credential.js';
-import type { RancherCaches } from './caches.js';
+import { BY_CLUSTER, BY_CREDENTIAL, clusterIndexKey, type RancherCaches } from './caches.js';
 import { Reasons } from './constants.js';
 import { formatSecretRef, type SecretRef } from './credential-choice.js';
 import {
@@ -253,12 +253,17 @@ export class CredentialMonitor {
   }
 
   private referencingClusters(secretKey: string): string[] {
-    return collectReferences(
-      this.deps.caches.provisioningClusters.list(),
-      this.deps.caches.harvesterMachines.list(),
-    )
+    return this.referencesTo(secretKey)
       .filter((c) => c.references.some((r) => formatSecretRef(r.credential) === secretKey))
       .map((c) => `${c.cluster.namespace}/${c.cluster.name}`);
+  }
+
+  /** Every cluster with its references, of the HarvesterMachines only those on this credential. */
+  private referencesTo(secretKey: string) {
+    return collectReferences(
+      this.deps.caches.provisioningClusters.list(),
+      this.deps.caches.harvesterMachines.byIndex(BY_CREDENTIAL, secretKey),
+    );
   }
 
   private reportTransition(secretKey: ObjectKey, health: CredentialHealth): void {
@@ -275,10 +280,9 @@ export class CredentialMonitor {
             : Reasons.credentialRejected;
     const secret = this.deps.caches.credentials.get(secretKey);
     if (!secret) return;
-    const refs = collectReferences(
-      this.deps.caches.provisioningClusters.list(),
-      this.deps.caches.harvesterMachines.list(),
-    ).flatMap((c) => c.references.filter((r) => formatSecretRef(r.credential) === key));
+    const refs = this.referencesTo(key).flatMap((c) =>
+      c.references.filter((r) => formatSecretRef(r.credential) === key),
+    );
     const renew =
       health.state === 'invalid'
         ? `fix its kubeconfig in Rancher (Cluster Management > Cloud Credentials > ${name} > Edit)`
@@ -322,7 +326,10 @@ export class CredentialMonitor {
       if (this.mismatches.delete(key)) this.publish();
       return;
     }
-    const machines = this.deps.caches.harvesterMachines.list((m) => m.metadata.namespace === namespace);
+    const machines = this.deps.caches.harvesterMachines.byIndex(
+      BY_CLUSTER,
+      clusterIndexKey(namespace, clusterKey.name),
+    );
     const refs = collectReferences([cluster], machines)[0];
     const found = refs
       ? findCredentialMismatches({

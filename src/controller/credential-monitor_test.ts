@@ -32,7 +32,7 @@ describe('CredentialMonitor', () => {
     const never = new Promise<never>(() => undefined);
     const clientFor = (name: string): KubeClient =>
       ({ create: () => (name === 'good' ? Promise.resolve({}) : never) }) as unknown as KubeClient;
-    const list = <T>(items: T[]) => ({ list: () => items, get: () => undefined });
+    const list = <T>(items: T[]) => ({ list: () => items, byIndex: () => items, get: () => undefined });
     const ref: { queue?: WorkQueue } = {};
     const monitor = new CredentialMonitor({
       caches: {

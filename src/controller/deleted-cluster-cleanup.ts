@@ -15,8 +15,7 @@ import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import type { KubeClient, ReconcileResult } from '../kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
-import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
-import type { RancherCaches } from './caches.js';
+import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from './caches.js';
 import { learnTargets, withTargetClient, type ClusterTarget } from './cluster-targets.js';
 import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
@@ -149,10 +148,7 @@ export class DeletedClusterCleanup {
   }
 
   private machinesOf(namespace: string, cluster: string) {
-    return this.deps.caches.harvesterMachines.list(
-      (hm) =>
-        hm.metadata.namespace === namespace && hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] === cluster,
-    );
+    return this.deps.caches.harvesterMachines.byIndex(BY_CLUSTER, clusterIndexKey(namespace, cluster));
   }
 
   /** Records where the cluster's VMs are, from its HarvesterMachines as they are now. */

@@ -7,6 +7,7 @@ import { silentLogger } from '../log/logger.js';
 import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
+import { fakeCache } from './testing/fake-cache.js';
 import type { EventRecorder } from './events.js';
 import type { HarvesterClients } from './harvester-access.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
@@ -30,10 +31,7 @@ function world() {
       spec: { vmNamespace: 'vms' },
     },
   ];
-  const cache = <T>(get: () => T | undefined, list: () => T[] = () => []) => ({
-    get,
-    list: (filter?: (o: T) => boolean) => (filter ? list().filter(filter) : list()),
-  });
+  const cache = fakeCache;
   let requests = 0;
   const forbidden = () => {
     requests++;

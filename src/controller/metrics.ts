@@ -78,6 +78,11 @@ export function controllerMetrics(options: { registry?: Registry; processMetrics
     reconcileErrors: counter('harvester_machine_reconcile_errors_total', 'Reconcile errors, by queue.', [
       'queue',
     ]),
+    apiRequests: counter(
+      'harvester_machine_api_requests_total',
+      "API requests sent, by API (rancher: Rancher's local cluster; harvester: through a cloud credential) and verb (get, list, watch, create, patch, update, delete).",
+      ['api', 'verb'],
+    ),
     leader: gauge('harvester_machine_controller_leader', '1 while this replica holds the Lease.'),
     // ---- what controller-runtime and client-go expose, under their names ----
     leaderElection: gauge(
@@ -120,6 +125,32 @@ export function controllerMetrics(options: { registry?: Registry; processMetrics
 }
 
 export type ControllerMetrics = ReturnType<typeof controllerMetrics>;
+
+const VERBS: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+
+/** For KubeClientOptions.onRequest: counts each request by API and verb (a GET with a name is a get). */
+export function countRequests(m: ControllerMetrics, api: 'rancher' | 'harvester') {
+  return (method: string, path: string): void => {
+    const verb =
+      method === 'WATCH'
+        ? 'watch'
+        : method === 'GET'
+          ? isCollection(path)
+            ? 'list'
+            : 'get'
+          : (VERBS[method] ?? method.toLowerCase());
+    m.apiRequests.inc({ api, verb });
+  };
+}
+
+/** /api/v1/namespaces/n/secrets (a list) against /api/v1/namespaces/n/secrets/s (a get). */
+function isCollection(path: string): boolean {
+  const parts = (path.split('?')[0] ?? '').split('/').filter(Boolean);
+  // [api, v1] or [apis, group, version], then [namespaces, ns]?, then resource [, name [, subresource]]
+  let rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
+  if (rest[0] === 'namespaces' && rest.length > 2) rest = rest.slice(2);
+  return rest.length === 1;
+}
 
 /**
  * What one work queue reports, as client-go's workqueue metrics (label `name`) and

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WorkQueue } from '../kube/work-queue.js';
-import { controllerMetrics, replaceAll, workQueueMetrics } from './metrics.js';
+import { controllerMetrics, countRequests, replaceAll, workQueueMetrics } from './metrics.js';
 
 /** The value of one series in the text exposition, or undefined when it is absent. */
 function sample(text: string, series: string): number | undefined {
@@ -23,6 +23,26 @@ describe('controller metrics', () => {
     );
     assert.equal(sample(text, 'harvester_machine_cleanup_gates_held'), 1.5);
     assert.equal(sample(text, 'harvester_machine_controller_leader'), 0);
+  });
+
+  it('counts API requests by API and verb, a collection GET as a list', async () => {
+    const m = controllerMetrics();
+    const rancher = countRequests(m, 'rancher');
+    rancher('GET', '/api/v1/namespaces/cattle-global-data/secrets?limit=500');
+    rancher('GET', '/api/v1/namespaces/cattle-global-data/secrets/cc-1');
+    rancher('GET', '/apis/cluster.x-k8s.io/v1beta1/machines');
+    rancher('GET', '/apis/cluster.x-k8s.io/v1beta1/namespaces/fleet-default/machines/m-1');
+    rancher('WATCH', '/apis/cluster.x-k8s.io/v1beta1/namespaces/fleet-default/machines');
+    rancher('PATCH', '/apis/cluster.x-k8s.io/v1beta1/namespaces/fleet-default/machines/m-1');
+    countRequests(m, 'harvester')('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews');
+    const text = await m.registry.metrics();
+    const count = (api: string, verb: string) =>
+      sample(text, `harvester_machine_api_requests_total{api="${api}",verb="${verb}"}`);
+    assert.equal(count('rancher', 'list'), 2);
+    assert.equal(count('rancher', 'get'), 2);
+    assert.equal(count('rancher', 'watch'), 1);
+    assert.equal(count('rancher', 'patch'), 1);
+    assert.equal(count('harvester', 'create'), 1);
   });
 
   it('replaces every series of a gauge at once', async () => {

@@ -10,7 +10,7 @@ import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
-import { controllerMetrics } from './metrics.js';
+import { controllerMetrics, countRequests } from './metrics.js';
 import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks-command.js';
 
 export interface Running {
@@ -40,9 +40,9 @@ export async function run(
   hooks: RunHooks = {},
 ): Promise<Running> {
   const loaded = rancherKubeconfig(config, env);
-  const client = KubeClient.fromLoaded(loaded);
-  const exit = hooks.exit ?? ((code: number) => process.exit(code));
   const metrics = controllerMetrics({ processMetrics: true });
+  const client = KubeClient.fromLoaded(loaded, { onRequest: countRequests(metrics, 'rancher') });
+  const exit = hooks.exit ?? ((code: number) => process.exit(code));
   const lease = { name: config.leaderElection.name };
   metrics.leaderElection.set(lease, 0);
   let controller: CleanupController | undefined;

@@ -23,7 +23,10 @@ export interface StatusSummary {
     state: string;
     expiresAt?: string;
     detail: string;
+    /** At most MAX_REFERRERS of them (a ConfigMap holds 1 MiB; a credential may serve thousands of machines). */
     referencedBy: string[];
+    /** How many reference it in all, when more than referencedBy lists. */
+    referencedByTotal?: number;
   }>;
   gatesHeld: HeldGate[];
   mismatches: Array<{ cluster: string; referrer: string; expired: string; valid: string; fix: string }>;
@@ -31,6 +34,15 @@ export interface StatusSummary {
   guestClusters: GuestWatchStatus[];
   /** The last inventory of each cluster whose whole deletion started: the volumes that go, and why. */
   lastInventories: Inventory[];
+}
+
+/** Referrers listed per credential in the summary; the rest are counted. */
+export const MAX_REFERRERS = 20;
+
+function referrers(all: string[]): { referencedBy: string[]; referencedByTotal?: number } {
+  return all.length <= MAX_REFERRERS
+    ? { referencedBy: all }
+    : { referencedBy: all.slice(0, MAX_REFERRERS), referencedByTotal: all.length };
 }
 
 export function buildSummary(input: {
@@ -54,7 +66,7 @@ export function buildSummary(input: {
         state: r.health.state,
         ...(r.health.expiresAt ? { expiresAt: r.health.expiresAt.toISOString() } : {}),
         detail: r.health.detail,
-        referencedBy: input.referencedBy(r.secret),
+        ...referrers(input.referencedBy(r.secret)),
       }))
       .sort((a, b) => a.secret.localeCompare(b.secret)),
     gatesHeld: [...input.held].sort((a, b) => a.machine.localeCompare(b.machine)),
@@ -81,7 +93,11 @@ export function renderSummaryText(s: StatusSummary): string {
     lines.push(
       `  ${c.state.toUpperCase().padEnd(13)} ${c.secret}${c.harvesterClusterId ? ` (Harvester ${c.harvesterClusterId})` : ''}: ${c.detail}`,
     );
-    if (c.referencedBy.length) lines.push(`                used by ${c.referencedBy.join(', ')}`);
+    const more = (c.referencedByTotal ?? c.referencedBy.length) - c.referencedBy.length;
+    if (c.referencedBy.length)
+      lines.push(
+        `                used by ${c.referencedBy.join(', ')}${more > 0 ? ` and ${more} more` : ''}`,
+      );
   }
   lines.push('', 'Cleanup gates held:');
   if (!s.gatesHeld.length) lines.push('  (none)');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildSummary, renderSummaryText } from './status-report.js';
+import { buildSummary, MAX_REFERRERS, renderSummaryText } from './status-report.js';
 
 describe('status summary', () => {
   it('lists credentials, held gates and mismatches, with the fix, and no secret', () => {
@@ -54,7 +54,12 @@ describe('status summary', () => {
       held: [],
       mismatches: [],
       guestWatches: [
-        { cluster: 'fleet-default/c2', state: 'unreachable', since: 't0', detail: 'connect ECONNREFUSED; retrying in 20 s' },
+        {
+          cluster: 'fleet-default/c2',
+          state: 'unreachable',
+          since: 't0',
+          detail: 'connect ECONNREFUSED; retrying in 20 s',
+        },
       ],
       inventories: [
         {
@@ -62,8 +67,19 @@ describe('status summary', () => {
           takenAt: 't1',
           source: "the guest cluster's apiserver",
           volumes: [
-            { namespace: 'vms', name: 'pvc-1', pv: 'pvc-1', claim: 'default/data-db-0', outcome: 'labelled now (last inventory)' },
-            { namespace: 'vms', name: 'pvc-3', pv: 'copy', outcome: 'labelled for guest cluster c9, left alone' },
+            {
+              namespace: 'vms',
+              name: 'pvc-1',
+              pv: 'pvc-1',
+              claim: 'default/data-db-0',
+              outcome: 'labelled now (last inventory)',
+            },
+            {
+              namespace: 'vms',
+              name: 'pvc-3',
+              pv: 'copy',
+              outcome: 'labelled for guest cluster c9, left alone',
+            },
           ],
           failures: ['pvc-2: no time left'],
         },
@@ -76,7 +92,40 @@ describe('status summary', () => {
       text,
       /vms\/pvc-1: guest PersistentVolume pvc-1 \(claim default\/data-db-0\); labelled now \(last inventory\); goes with the cluster/,
     );
-    assert.match(text, /vms\/pvc-3: guest PersistentVolume copy; labelled for guest cluster c9, left alone; stays/);
+    assert.match(
+      text,
+      /vms\/pvc-3: guest PersistentVolume copy; labelled for guest cluster c9, left alone; stays/,
+    );
     assert.match(text, /not recorded: pvc-2: no time left/);
+  });
+
+  it('stays within a ConfigMap when a credential serves 20,000 machines: the first referrers, and a count', () => {
+    const all = Array.from(
+      { length: 20_000 },
+      (_, i) => `HarvesterMachine fleet-default/c-${i}-pool1-abcdef-x2v9q`,
+    );
+    const s = buildSummary({
+      now: new Date('2025-06-01T00:00:00Z'),
+      holder: 'hm-0',
+      credentials: Array.from({ length: 10 }, (_, i) => ({
+        secret: `cattle-global-data/cc-${i}`,
+        health: { state: 'valid' as const, detail: 'valid' },
+        probe: 'ok' as const,
+        version: '1',
+      })),
+      referencedBy: () => all,
+      held: [],
+      mismatches: [],
+    });
+    const [first] = s.credentials;
+    assert.equal(first?.referencedBy.length, MAX_REFERRERS);
+    assert.equal(first?.referencedByTotal, 20_000);
+    const text = renderSummaryText(s);
+    assert.match(
+      text,
+      new RegExp(`c-${MAX_REFERRERS - 1}-pool1-abcdef-x2v9q and ${20_000 - MAX_REFERRERS} more`),
+    );
+    // Both keys of the ConfigMap together, far below its 1 MiB.
+    assert.ok(JSON.stringify(s, null, 2).length + text.length < 100_000);
   });
 });

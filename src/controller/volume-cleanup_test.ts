@@ -9,6 +9,7 @@ import { silentLogger } from '../log/logger.js';
 import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
+import { fakeCache } from './testing/fake-cache.js';
 import type { EventRecorder } from './events.js';
 import type { HarvesterClients } from './harvester-access.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
@@ -44,10 +45,7 @@ function world(opts: { vmsLeft?: boolean; podsForbidden?: boolean } = {}) {
       spec: { vmNamespace: 'vms' },
     },
   ];
-  const cache = <T>(get: () => T | undefined, list: () => T[] = () => []) => ({
-    get,
-    list: (filter?: (o: T) => boolean) => (filter ? list().filter(filter) : list()),
-  });
+  const cache = fakeCache;
   const keeper = {
     metadata: { name: 'keeper', namespace: 'vms', labels: { [LABEL_GUEST_CLUSTER_NAME]: 'other' } },
     spec: {
@@ -58,7 +56,13 @@ function world(opts: { vmsLeft?: boolean; podsForbidden?: boolean } = {}) {
     metadata: { name: 'c1-vm', namespace: 'vms', labels: { [LABEL_GUEST_CLUSTER_NAME]: 'c1' } },
     spec: { template: { spec: { volumes: [] } } },
   };
-  const pvcs = [pvc('c1-unattached', 'c1'), pvc('c1-used', 'c1'), pvc('c1-live', 'c1'), pvc('c2-data', 'c2'), pvc('plain')];
+  const pvcs = [
+    pvc('c1-unattached', 'c1'),
+    pvc('c1-used', 'c1'),
+    pvc('c1-live', 'c1'),
+    pvc('c2-data', 'c2'),
+    pvc('plain'),
+  ];
   const deleted: string[] = [];
   const client = {
     list: (type: ResourceType, o: { labelSelector?: string }) => {
@@ -67,7 +71,9 @@ function world(opts: { vmsLeft?: boolean; podsForbidden?: boolean } = {}) {
       if (type === Resources.virtualMachineInstance) return Promise.resolve({ items: [] });
       if (type === Resources.pod)
         return opts.podsForbidden
-          ? Promise.reject(new KubeError('Forbidden', 'list', 'list pods: forbidden (HTTP 403)', { statusCode: 403 }))
+          ? Promise.reject(
+              new KubeError('Forbidden', 'list', 'list pods: forbidden (HTTP 403)', { statusCode: 403 }),
+            )
           : Promise.resolve({ items: [] });
       if (type === Resources.pvc) {
         const [, value] = (o.labelSelector ?? '').split('=');
@@ -104,7 +110,8 @@ function world(opts: { vmsLeft?: boolean; podsForbidden?: boolean } = {}) {
     logger: silentLogger,
     ownership: {
       recordInventoried: () => Promise.resolve(),
-      namedByLiveClusters: () => new Map([['c1-live', ['PersistentVolume c1-live of guest cluster fleet/c3']]]),
+      namedByLiveClusters: () =>
+        new Map([['c1-live', ['PersistentVolume c1-live of guest cluster fleet/c3']]]),
     } as unknown as VolumeOwnership,
     deadlineMs: 30 * 60_000,
     onCredentialRejected: () => undefined,
@@ -124,9 +131,15 @@ describe('VolumeCleanup', () => {
     await w.cleanup.reconcile(C1);
     assert.deepEqual(w.deleted, ['c1-unattached']);
     const event = w.events.find((e) => e.startsWith('Normal HarvesterVolumesDeleted')) ?? '';
-    assert.match(event, /deleted 1 host volume\(s\) of guest cluster c1 on Harvester once its last VM was gone \(vms\/c1-unattached\)/);
+    assert.match(
+      event,
+      /deleted 1 host volume\(s\) of guest cluster c1 on Harvester once its last VM was gone \(vms\/c1-unattached\)/,
+    );
     assert.match(event, /vms\/c1-used \(still used by [^)]*keeper/);
-    assert.match(event, /vms\/c1-live \(named by PersistentVolume c1-live of guest cluster fleet\/c3, of a guest cluster that is not deleted\)/);
+    assert.match(
+      event,
+      /vms\/c1-live \(named by PersistentVolume c1-live of guest cluster fleet\/c3, of a guest cluster that is not deleted\)/,
+    );
     await w.cleanup.reconcile(C1);
     assert.deepEqual(w.deleted, ['c1-unattached'], 'once per deletion');
   });
@@ -145,6 +158,9 @@ describe('VolumeCleanup', () => {
     w.machinesGone();
     await w.cleanup.reconcile(C1);
     assert.deepEqual(w.deleted, []);
-    assert.match(w.events.join('\n'), /Warning HarvesterVolumeCleanupRefused: .*could not be listed.*grant the credential list on pods/);
+    assert.match(
+      w.events.join('\n'),
+      /Warning HarvesterVolumeCleanupRefused: .*could not be listed.*grant the credential list on pods/,
+    );
   });
 });

@@ -60,6 +60,8 @@ export class Informer<T extends KubeObject> {
   private markSynced!: () => void;
   private failSync!: (err: Error) => void;
   private loop: Promise<void> | undefined;
+  private readonly indexers = new Map<string, (o: T) => readonly string[]>();
+  private readonly indices = new Map<string, Map<string, Set<string>>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -95,12 +97,63 @@ export class Informer<T extends KubeObject> {
   }
 
   list(filter?: (o: T) => boolean): T[] {
-    const all = [...this.cache.values()];
-    return filter ? all.filter(filter) : all;
+    if (!filter) return [...this.cache.values()];
+    const out: T[] = [];
+    for (const o of this.cache.values()) if (filter(o)) out.push(o);
+    return out;
   }
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /**
+   * Adds an index (client-go's Indexers): `values` gives the index values of an object, and
+   * byIndex returns the cached objects with a value without looking at the others. Before start().
+   */
+  addIndex(name: string, values: (o: T) => readonly string[]): void {
+    if (this.loop) throw new Error(`index ${name} added after the ${this.type.kind} informer started`);
+    if (this.indexers.has(name)) throw new Error(`index ${name} added twice`);
+    this.indexers.set(name, values);
+    this.indices.set(name, new Map());
+  }
+
+  byIndex(name: string, value: string): T[] {
+    const index = this.indices.get(name);
+    if (!index) throw new Error(`no index ${name} on the ${this.type.kind} informer`);
+    return [...(index.get(value) ?? [])].flatMap((key) => {
+      const o = this.cache.get(key);
+      return o ? [o] : [];
+    });
+  }
+
+  private store(key: string, obj: T, old: T | undefined): void {
+    if (old) this.unindex(key, old);
+    this.cache.set(key, obj);
+    for (const [name, values] of this.indexers) {
+      const index = this.indices.get(name) as Map<string, Set<string>>;
+      for (const v of values(obj)) {
+        let keys = index.get(v);
+        if (!keys) index.set(v, (keys = new Set()));
+        keys.add(key);
+      }
+    }
+  }
+
+  private remove(key: string, old: T): void {
+    this.unindex(key, old);
+    this.cache.delete(key);
+  }
+
+  private unindex(key: string, old: T): void {
+    for (const [name, values] of this.indexers) {
+      const index = this.indices.get(name) as Map<string, Set<string>>;
+      for (const v of values(old)) {
+        const keys = index.get(v);
+        keys?.delete(key);
+        if (keys?.size === 0) index.delete(v);
+      }
+    }
   }
 
   private transform(obj: T): T {
@@ -200,14 +253,14 @@ export class Informer<T extends KubeObject> {
       const key = cacheKey(obj);
       seen.add(key);
       const old = this.cache.get(key);
-      this.cache.set(key, obj);
+      this.store(key, obj, old);
       if (!old) this.emit({ type: 'ADDED', object: obj });
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion)
         this.emit({ type: 'MODIFIED', object: obj, old });
     }
     for (const [key, old] of this.cache) {
       if (!seen.has(key)) {
-        this.cache.delete(key);
+        this.remove(key, old);
         this.emit({ type: 'DELETED', object: old });
       }
     }
@@ -236,10 +289,10 @@ export class Informer<T extends KubeObject> {
         const key = cacheKey(object);
         const old = this.cache.get(key);
         if (event.type === 'DELETED') {
-          this.cache.delete(key);
+          if (old) this.remove(key, old);
           this.emit({ type: 'DELETED', object });
         } else {
-          this.cache.set(key, object);
+          this.store(key, object, old);
           this.emit({ type: old ? 'MODIFIED' : 'ADDED', object, ...(old ? { old } : {}) });
         }
       },

@@ -97,6 +97,47 @@ describe('Informer', () => {
     assert.equal(i.get('default/b')?.metadata.resourceVersion, '19');
   });
 
+  it('keeps its indexes in step with the cache through watch events and relists', async () => {
+    let lists = 0;
+    const s = (name: string, rv: string, owner: string) => secret(name, rv, { owner });
+    script = (req, res) => {
+      if (isList(req)) {
+        lists++;
+        return answerJson(
+          res,
+          200,
+          lists === 1
+            ? secretList('10', [s('a', '10', 'x'), s('b', '10', 'x')])
+            : secretList('20', [s('b', '19', 'y'), s('c', '20', 'x')]),
+        );
+      }
+      if (req.query.get('resourceVersion') === '10')
+        return stream(
+          res,
+          watchLine('MODIFIED', s('a', '11', 'y')),
+          watchLine('ADDED', s('d', '12', 'x')),
+          watchLine('DELETED', s('d', '13', 'x')),
+          watchLine('ERROR', status(410, 'Expired', 'too old resource version: 13 (15)')),
+        );
+      hang(res);
+    };
+    const { informer: i } = informer();
+    i.addIndex('owner', (o) => [(o as unknown as { data: { owner: string } }).data.owner]);
+    const names = (owner: string) =>
+      i
+        .byIndex('owner', owner)
+        .map((o) => o.metadata.name)
+        .sort();
+    await i.start();
+    await scripted.server.arrival(2, isWatch, 'the watch after the relist');
+    // After the watch: a → y, d added and deleted; after the relist: b → y, a gone, c added.
+    assert.deepEqual(names('x'), ['c']);
+    assert.deepEqual(names('y'), ['b']);
+    assert.deepEqual(names('z'), []);
+    assert.throws(() => i.byIndex('nope', 'x'), /no index nope/);
+    assert.throws(() => i.addIndex('late', () => []), /after the Secret informer started/);
+  });
+
   it('resumes at once after a short watch that delivered events', async () => {
     let watches = 0;
     script = (req, res) => {

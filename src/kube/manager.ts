@@ -49,6 +49,17 @@ export class Cache<T extends KubeObject> {
     return this.scopes.reduce((n, { informer }) => n + informer.size, 0);
   }
 
+  /** Adds an index to every scope's informer (Informer.addIndex); before the manager starts. */
+  addIndex(name: string, values: (o: T) => readonly string[]): this {
+    for (const { informer } of this.scopes) informer.addIndex(name, values);
+    return this;
+  }
+
+  /** The cached objects whose index `name` has `value`, without looking at the others. */
+  byIndex(name: string, value: string): T[] {
+    return this.scopes.flatMap(({ informer }) => informer.byIndex(name, value));
+  }
+
   /** Every change, as the cache sees it (Controller.watch is the usual way in). */
   on(handler: (e: InformerEvent<T>) => void): void {
     for (const { informer } of this.scopes) informer.on(handler);
@@ -246,6 +257,10 @@ export class Manager {
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`the manager was started already (${this.state})`);
     this.state = 'starting';
+    // All at once: one cache after the other, each page waits for the apiserver and then the
+    // apiserver for us: at 20,000 machines the sync took 45.5 s instead of 26.3 s. The pages
+    // held meanwhile are small (500 objects each); the peak was garbage V8 had not collected,
+    // which the image's old-generation limit bounds (ADR 0019).
     await Promise.all([...this.caches.values()].map((c) => c.start()));
     if (this.state !== 'starting') return; // stopped while syncing
     this.state = 'synced';

@@ -13,7 +13,11 @@ import { parse } from 'yaml';
 import { driverRegistry } from '../../src/plugin/driver-types.js';
 import { goEmptyStruct, goInt, goString } from '../../src/plugin/gob/go-types.js';
 import { RpcTestClient } from '../../src/plugin/testing/rpc-test-client.js';
-import { releaseArtifacts, type ReleaseArtifacts } from '../../sandbox/release/artifacts.js';
+import {
+  CONTROLLER_IMAGE_ENV,
+  releaseArtifacts,
+  type ReleaseArtifacts,
+} from '../../sandbox/release/artifacts.js';
 import { loadImage, podman } from '../../sandbox/release/podman.js';
 import { repoRoot } from '../../sandbox/repo.js';
 import { PLUGIN_ENV, startPlugin } from '../interop/support/plugin-process.js';
@@ -113,7 +117,8 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.match(stdout, new RegExp(`^harvester-machine ${r.version.replaceAll('.', '\\.')} \\(`));
   });
 
-  it('the image: FROM scratch with the static executable, its payload unpacked, a CA bundle, /tmp; user 65532; labels', async () => {
+  it('the image: FROM scratch, the executable without its payload and that payload unpacked, a CA bundle, /tmp; user 65532; labels; at most 40 MiB', async () => {
+    assert.ok(fs.statSync(r.image).size <= 40 * 1_048_576, `${fs.statSync(r.image).size} bytes`);
     const index = JSON.parse(await tarRead(r.image, './index.json')) as {
       manifests: Array<{ digest: string; annotations?: Record<string, string> }>;
     };
@@ -128,6 +133,7 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
       layers: Array<{ digest: string; mediaType: string }>;
     };
     assert.equal(manifest.layers.length, 1, 'one layer, no base image');
+    assert.equal(manifest.layers[0]?.mediaType, 'application/vnd.oci.image.layer.v1.tar+zstd');
     const config = JSON.parse(await blob(manifest.config.digest)) as {
       created: string;
       config: { User: string; Entrypoint: string[]; Env: string[]; Labels: Record<string, string> };
@@ -135,6 +141,8 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.equal(config.config.User, '65532:65532');
     assert.deepEqual(config.config.Entrypoint, ['/usr/local/bin/harvester-machine', 'controller']);
     assert.ok(config.config.Env.includes(`XDG_CACHE_HOME=${IMAGE_CACHE}`), config.config.Env.join(' '));
+    for (const [k, v] of Object.entries(CONTROLLER_IMAGE_ENV))
+      assert.ok(config.config.Env.includes(`${k}=${v}`), `${k}=${v} in ${config.config.Env.join(' ')}`);
     const created = new Date(r.sourceDateEpoch * 1000).toISOString().replace('.000Z', 'Z');
     assert.equal(config.created, created);
     const labels = config.config.Labels;
@@ -148,7 +156,7 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     assert.match(labels['org.opencontainers.image.source'] ?? '', /^https:\/\/\S+$/);
     assert.equal(labels['org.opencontainers.image.source'], pkg.repository.url);
 
-    const layer = path.join(tmp.dir, 'layer.tar.gz');
+    const layer = path.join(tmp.dir, 'layer.tar.zst');
     fs.writeFileSync(
       layer,
       await exec('tar', ['-xOf', r.image, `./blobs/sha256/${manifest.layers[0]?.digest.slice(7)}`], {
@@ -156,7 +164,7 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
         maxBuffer: 1 << 30,
       }).then((o) => o.stdout),
     );
-    const listing = await tarList(layer, '-z');
+    const listing = await tarList(layer, '--zstd');
     const files = listing.filter((l) => !l.startsWith('d')).map((l) => l.split(/\s+/).slice(5).join(' '));
     assert.ok(
       listing.every((l) => l.split(/\s+/)[1] === '0/0'),
@@ -164,9 +172,17 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     );
     const root = path.join(tmp.dir, 'rootfs');
     fs.mkdirSync(root);
-    await exec('tar', ['-xzf', layer, '-C', root]);
+    await exec('tar', ['--zstd', '-xf', layer, '-C', root]);
     const exe = path.join(root, 'usr/local/bin/harvester-machine');
-    assert.deepEqual(fs.readFileSync(exe), fs.readFileSync(r.executable), 'the release executable');
+    // The release executable's launcher, without the payload's bytes: its index and trailer follow.
+    const [detached, full] = [fs.readFileSync(exe), fs.readFileSync(r.executable)];
+    assert.ok(detached.length < 8 * 1_048_576, `${detached.length} bytes`);
+    const launcherBytes = detached.length - 16 - Number(detached.readBigUInt64LE(detached.length - 16));
+    assert.ok(
+      detached.subarray(0, launcherBytes).equals(full.subarray(0, launcherBytes)),
+      'the same launcher',
+    );
+    assert.equal(detached.subarray(-8).toString(), 'HMPAYLD1');
     // Static: no loader and no libc beside it.
     const ldd = await exec('ldd', [exe]).then(
       (o) => o.stdout + o.stderr,
@@ -209,6 +225,16 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
       /^libc\.so\.6 libc6:amd64 /m,
       'the libraries named with their Debian packages',
     );
+    // The image's executable runs from that payload, as the full one does, and writes nothing.
+    const imageCache = path.join(root, IMAGE_CACHE.slice(1));
+    const before = listTree(imageCache);
+    const version = (await exec(r.executable, ['--version'], { env: { ...BARE_ENV, XDG_CACHE_HOME: fresh } }))
+      .stdout;
+    assert.equal(
+      (await exec(exe, ['--version'], { env: { ...BARE_ENV, XDG_CACHE_HOME: imageCache } })).stdout,
+      version,
+    );
+    assert.deepEqual(listTree(imageCache), before);
     const tmpEntry = listing.find((l) => / tmp\/?$/.test(l));
     assert.match(tmpEntry ?? '', /^drwxrwxrwt 0\/0/, '/tmp is the writable directory (1777)');
     assert.match(
@@ -217,11 +243,44 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     );
   });
 
+  it('the image’s executable runs only a verified payload: none, or one that lost a byte, is refused and nothing is written', async () => {
+    const root = path.join(tmp.dir, 'detached');
+    fs.mkdirSync(root);
+    const layer = path.join(tmp.dir, 'layer.tar.zst');
+    await exec('tar', ['--zstd', '-xf', layer, '-C', root]);
+    const exe = path.join(root, 'usr/local/bin/harvester-machine');
+    const empty = path.join(tmp.dir, 'empty-cache');
+    fs.mkdirSync(empty);
+    const refused = async (cache: string) =>
+      exec(exe, ['--version'], { env: { ...BARE_ENV, XDG_CACHE_HOME: cache } }).then(
+        () => assert.fail('it ran'),
+        (err: { code?: number; stderr?: string }) => err,
+      );
+    const none = await refused(empty);
+    assert.equal(none.code, 126);
+    assert.match(none.stderr ?? '', /carries no payload .* found no unpacked, verified runtime/);
+    assert.deepEqual(listTree(empty), [], 'nothing unpacked, nothing written');
+    // A part that lost a byte after the build fails its completion marker's check.
+    const cache = path.join(root, IMAGE_CACHE.slice(1));
+    const unpacked = path.join(cache, 'harvester-machine/unpacked');
+    const app = fs.readdirSync(unpacked).find((d) => d.startsWith('app-')) ?? '';
+    const bundle = path.join(unpacked, app, 'app.cjs');
+    fs.chmodSync(bundle, 0o644);
+    fs.truncateSync(bundle, fs.statSync(bundle).size - 1);
+    fs.chmodSync(bundle, 0o444);
+    const damaged = await refused(cache);
+    assert.equal(damaged.code, 126);
+    assert.match(damaged.stderr ?? '', /app\.cjs is not the file that was unpacked/);
+  });
+
   it('the image starts its controller under podman and writes nothing to its file system', async () => {
     const id = await loadImage(r.image);
     /** `podman diff` after a run with a writable container layer (no --read-only): what a start wrote. */
-    const written = async (env: string[]): Promise<{ output: string; changes: string[] }> => {
-      const name = `hm-release-nowrite-${process.pid}-${env.length}`;
+    const written = async (
+      env: string[],
+      copyIn?: string,
+    ): Promise<{ output: string; changes: string[] }> => {
+      const name = `hm-release-nowrite-${process.pid}-${copyIn ? 'copy' : 'run'}`;
       try {
         // No higher limits than the current ones (podman.ts: no CAP_SYS_RESOURCE to raise them).
         const output = await podman([
@@ -232,6 +291,10 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
           id,
           '--help',
         ]);
+        if (copyIn) {
+          fs.writeFileSync(copyIn, 'x');
+          await podman(['cp', copyIn, `${name}:/tmp/marker`]);
+        }
         // podman's own mount points for /etc/hosts, /etc/hostname, /etc/resolv.conf.
         const changes = (await podman(['diff', name]))
           .split('\n')
@@ -244,13 +307,9 @@ describe('the release artifacts', { timeout: 10 * 60_000 }, () => {
     const run = await written([]);
     assert.match(run.output, /^Usage: harvester-machine controller \[options\]/);
     assert.deepEqual(run.changes, [], 'nothing written: the payload was found unpacked');
-    // And the check can fail: pointed away from the unpacked payload, a start unpacks into $HOME.
-    const elsewhere = await written(['XDG_CACHE_HOME=/nonexistent']);
-    assert.match(elsewhere.output, /^Usage: harvester-machine controller \[options\]/);
-    assert.ok(
-      elsewhere.changes.includes('A /tmp/.cache/harvester-machine/unpacked'),
-      elsewhere.changes.join('\n'),
-    );
+    // And the check can fail: a file put into the container shows in its diff.
+    const marked = await written([], path.join(tmp.dir, 'marker'));
+    assert.ok(marked.changes.includes('A /tmp/marker'), marked.changes.join('\n'));
   });
 
   it('skopeo reads the image archive (as `skopeo copy oci-archive:… docker://…` does) and keeps its digest', async () => {
