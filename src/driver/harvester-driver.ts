@@ -33,7 +33,7 @@ import { removeMachine, planMachineRemoval } from './operations/remove.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import type { RemovalPlan } from '../harvester/removal-plan.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
-import type { ObjectMeta } from '../harvester/types.js';
+import type { ObjectMeta, VirtualMachine } from '../harvester/types.js';
 import { isKubeError } from '../kube/errors.js';
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
@@ -173,11 +173,15 @@ export class HarvesterDriver implements MachineDriver {
    */
   planRemoval(options: { wholeCluster?: boolean } = {}): Promise<RemovalPlan | undefined> {
     return this.run(async (ctx) => {
-      const vm = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
-      if (!vm) return undefined;
-      if (!options.wholeCluster) return planMachineRemoval(ctx, vm);
-      const annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' };
-      return planMachineRemoval(ctx, { ...vm, metadata: { ...vm.metadata, annotations } });
+      const asWholeCluster = (vm: VirtualMachine): VirtualMachine => ({
+        ...vm,
+        metadata: {
+          ...vm.metadata,
+          annotations: { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' },
+        },
+      });
+      const planned = await planMachineRemoval(ctx, options.wholeCluster ? { adjust: asWholeCluster } : {});
+      return planned?.plan;
     });
   }
 

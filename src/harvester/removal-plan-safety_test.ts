@@ -225,8 +225,8 @@ const caseArb: fc.Arbitrary<Case> = worldArb.chain((w) =>
           inputs: {
             vm: target,
             ...(vmi ? { vmi } : {}),
-            pvcsInNamespace: pvcs,
-            vmsInNamespace: includeSelf ? [target, ...others] : others,
+            pvcs: pvcs,
+            vms: includeSelf ? [target, ...others] : others,
             removeAll,
             clusterName: w.clusterName,
           },
@@ -276,14 +276,14 @@ describe('planRemoval: safety over random worlds', () => {
           ),
         ]);
         const here = new Set(
-          c.inputs.pvcsInNamespace
+          c.inputs.pvcs
             .filter((p) => p.metadata.namespace === home(c))
             .map((p) => p.metadata.name),
         );
         const labelled = (name: string): boolean =>
           c.inputs.removeAll &&
           c.w.clusterName !== '' &&
-          c.inputs.pvcsInNamespace.some(
+          c.inputs.pvcs.some(
             (p) =>
               p.metadata.namespace === home(c) &&
               p.metadata.name === name &&
@@ -355,8 +355,8 @@ describe('planRemoval: safety over random worlds', () => {
         ([c, pvcs, vms]) => {
           const crowded: RemovalInputs = {
             ...c.inputs,
-            pvcsInNamespace: [...c.inputs.pvcsInNamespace, ...pvcs],
-            vmsInNamespace: [...c.inputs.vmsInNamespace, ...vms],
+            pvcs: [...c.inputs.pvcs, ...pvcs],
+            vms: [...c.inputs.vms, ...vms],
           };
           assert.deepEqual(planned(crowded), planned(c.inputs));
         },
@@ -369,7 +369,7 @@ describe('planRemoval: safety over random worlds', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         for (const name of planned(c.inputs)) {
-          for (const p of c.inputs.pvcsInNamespace) {
+          for (const p of c.inputs.pvcs) {
             if (p.metadata.namespace !== home(c) || p.metadata.name !== name) continue;
             const owner = p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME];
             assert.ok(
@@ -387,7 +387,7 @@ describe('planRemoval: safety over random worlds', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         const used = new Set(
-          c.inputs.vmsInNamespace
+          c.inputs.vms
             .filter((v) => v.metadata.namespace === home(c) && v.metadata.name !== c.w.vmName)
             .flatMap((v) => claimsOf(v.spec.template.spec.volumes)),
         );
@@ -438,11 +438,11 @@ describe('planRemoval: the cases the properties found', () => {
     const plan = planRemoval({
       vm: target,
       vmi,
-      pvcsInNamespace: ['boot', 'new-claim', 'workload'].map((name) => ({
+      pvcs: ['boot', 'new-claim', 'workload'].map((name) => ({
         metadata: { name, namespace: 'default' },
         spec: {},
       })),
-      vmsInNamespace: [],
+      vms: [],
       removeAll: false,
       clusterName: 'c1',
     });
