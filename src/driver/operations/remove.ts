@@ -34,6 +34,9 @@ function reader(ctx: OperationContext): RemovalReader {
     findVm: (name) => ctx.api.findVm(ns, name),
     findVmi: (name) => ctx.api.findVmi(ns, name),
     findPvc: (name) => ctx.api.findPvc(ns, name),
+    // Consistent lists (no resourceVersion): a VM given one of the planned PVCs a moment ago
+    // is among them. Kubernetes 1.31+ answers them from its watch cache once it has caught up;
+    // "resourceVersion=0" or "not older than a revision just read" would not (ADR 0018).
     listVms: (labelSelector) => ctx.api.listVms(ns, labelSelector),
     listPvcs: (labelSelector) => ctx.api.listPvcs(ns, labelSelector),
   };
