@@ -10,9 +10,10 @@ import { vmRef, type OperationContext } from './context.js';
 
 export async function machineState(ctx: OperationContext): Promise<MachineState> {
   const { VMNamespace: ns, MachineName: name } = ctx.config;
-  const vm = await ctx.api.findVm(ns, name);
+  // Both at once: a VMI without its VM is not looked at (machineStateOf gets the VM first).
+  const [vm, vmi] = await Promise.all([ctx.api.findVm(ns, name), ctx.api.findVmi(ns, name)]);
   if (!vm) return MachineState.NotFound;
-  return machineStateOf(vm, await ctx.api.findVmi(ns, name));
+  return machineStateOf(vm, vmi);
 }
 
 /** The interface that gives the node IP: the one of --harvester-ip-network, else any. */
