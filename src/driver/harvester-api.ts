@@ -20,6 +20,7 @@ import type {
   VirtualMachineInstance,
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
+import type { ListRead } from '../harvester/removal-reads.js';
 import type { ConfigMapObject } from '../harvester/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
 import { credentialRejected, type CredentialSource } from './credential-error.js';
@@ -113,9 +114,16 @@ export class HarvesterApi {
     return this.guard(() => this.client.find<Vmi>(Resources.virtualMachineInstance, { namespace, name }));
   }
 
-  /** The namespace's VMs; with a label selector, only those it selects. */
-  async listVms(namespace: string, labelSelector?: string): Promise<Vm[]> {
-    const opts = { namespace, ...(labelSelector !== undefined ? { labelSelector } : {}) };
+  /** The namespace's VMs; with a label selector, only those it selects; as `read` says (default consistent). */
+  async listVms(namespace: string, labelSelector?: string, read: ListRead = 'consistent'): Promise<Vm[]> {
+    const opts = {
+      namespace,
+      ...(labelSelector !== undefined ? { labelSelector } : {}),
+      ...(read === 'cached' ? { resourceVersion: '0' } : {}),
+      ...(typeof read === 'object'
+        ? { resourceVersion: read.notOlderThan, resourceVersionMatch: 'NotOlderThan' as const }
+        : {}),
+    };
     return (await this.guard(() => this.client.list<Vm>(Resources.virtualMachine, opts))).items;
   }
 

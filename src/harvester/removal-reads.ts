@@ -18,13 +18,22 @@ import { wantsRemoveAllPvcs, claimNameProblem, type RemovalInputs } from './remo
 import { LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
 import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
 
+/**
+ * How fresh a list must be: "consistent" (everything written before it; before Kubernetes 1.31,
+ * or beside an etcd older than 3.4.31, read from etcd, the whole collection decoded to apply
+ * the selector), "cached" (the apiserver's watch cache as it is: maybe a moment behind), or not
+ * older than a revision (from the cache once it has seen it; a revision of a write of this
+ * resource, or the cache may wait seconds and refuse: docs/upstream/control-plane.md).
+ */
+export type ListRead = 'consistent' | 'cached' | { notOlderThan: string };
+
 /** Reads in the machine's namespace. */
 export interface RemovalReader {
   findVm(name: string): Promise<VirtualMachine | undefined>;
   findVmi(name: string): Promise<VirtualMachineInstance | undefined>;
   findPvc(name: string): Promise<PersistentVolumeClaim | undefined>;
   /** The namespace's VMs; with a label selector, only those it selects. */
-  listVms(labelSelector?: string): Promise<VirtualMachine[]>;
+  listVms(labelSelector?: string, read?: ListRead): Promise<VirtualMachine[]>;
   listPvcs(labelSelector: string): Promise<PersistentVolumeClaim[]>;
 }
 
@@ -61,14 +70,23 @@ export function claimsToRead(vm: VirtualMachine, vmi: VirtualMachineInstance | u
 }
 
 /** The VMs whose use protects a PVC: the guest cluster's, or the namespace's without one. */
-export function readProtectingVms(reader: RemovalReader, clusterName: string): Promise<VirtualMachine[]> {
+export function readProtectingVms(
+  reader: RemovalReader,
+  clusterName: string,
+  read: ListRead = 'consistent',
+): Promise<VirtualMachine[]> {
   const selector = guestClusterSelector(clusterName);
-  return selector === undefined ? reader.listVms() : reader.listVms(selector);
+  return selector === undefined ? reader.listVms(undefined, read) : reader.listVms(selector, read);
 }
 
 export interface RemovalReadOptions {
   /** Applied to the VM before planning (the dry run's "as if the whole cluster went"). */
   adjust?: (vm: VirtualMachine) => VirtualMachine;
+  /**
+   * How the protecting VMs are listed (default consistent). Any other read also gets the
+   * machine's VM by name: the plan's record is guarded by that copy's resourceVersion.
+   */
+  vmsRead?: ListRead;
 }
 
 /** Reads what the plan needs; undefined when the VM does not exist (any more). */
@@ -77,12 +95,17 @@ export async function readForRemoval(
   target: RemovalTarget,
   opts: RemovalReadOptions = {},
 ): Promise<RemovalInputs | undefined> {
-  const [vms, vmi] = await Promise.all([
-    readProtectingVms(reader, target.clusterName),
+  const read = opts.vmsRead ?? 'consistent';
+  const [vms, vmi, byName] = await Promise.all([
+    readProtectingVms(reader, target.clusterName, read),
     reader.findVmi(target.name),
+    read === 'consistent' ? undefined : reader.findVm(target.name),
   ]);
   // Unlabelled (made before the label, or the label removed): found by name.
-  const found = vms.find((v) => v.metadata.name === target.name) ?? (await reader.findVm(target.name));
+  const found =
+    read === 'consistent'
+      ? (vms.find((v) => v.metadata.name === target.name) ?? (await reader.findVm(target.name)))
+      : byName;
   if (!found) return undefined;
   const vm = opts.adjust ? opts.adjust(found) : found;
   const removeAll = wantsRemoveAllPvcs(vm);

@@ -34,10 +34,8 @@ function reader(ctx: OperationContext): RemovalReader {
     findVm: (name) => ctx.api.findVm(ns, name),
     findVmi: (name) => ctx.api.findVmi(ns, name),
     findPvc: (name) => ctx.api.findPvc(ns, name),
-    // Consistent lists (no resourceVersion): a VM given one of the planned PVCs a moment ago
-    // is among them. Kubernetes 1.31+ answers them from its watch cache once it has caught up;
-    // "resourceVersion=0" or "not older than a revision just read" would not (ADR 0018).
-    listVms: (labelSelector) => ctx.api.listVms(ns, labelSelector),
+    listVms: (labelSelector, read) => ctx.api.listVms(ns, labelSelector, read),
+    // Consistent: a PVC's revision cannot be waited for in the VM cache (ADR 0018).
     listPvcs: (labelSelector) => ctx.api.listPvcs(ns, labelSelector),
   };
 }
@@ -50,36 +48,65 @@ export async function planMachineRemoval(
   ctx: OperationContext,
   opts: RemovalReadOptions = {},
 ): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
+  const planned = await readAndPlan(ctx, opts);
+  return planned && { vm: planned.inputs.vm, plan: planned.plan };
+}
+
+async function readAndPlan(ctx: OperationContext, opts: RemovalReadOptions) {
   const inputs = await readForRemoval(
     reader(ctx),
     { name: ctx.config.MachineName, clusterName: ctx.config.ClusterName },
     opts,
   );
-  return inputs ? { vm: inputs.vm, plan: planRemoval(inputs) } : undefined;
+  return inputs && { inputs, plan: planRemoval(inputs) };
 }
 
 /**
  * Plans and records the plan on the VM; reads and plans again when the VM changed meanwhile.
  * Undefined when the VM is gone (or went meanwhile: an earlier removal finished).
+ *
+ * The protecting VMs are first read from the apiserver's watch cache as it is (a consistent
+ * list costs an apiserver before Kubernetes 1.31 every VM of the namespace read from etcd), so
+ * the plan may miss a VM written a moment before. The record is a write of the machine's own
+ * VM: once it is done the VMs are listed again "not older than" that write, which the VM cache
+ * reaches at once, and which holds every VM written before the record. The plan made from that
+ * list is the one kept; when it differs (a VM came to use a planned PVC) it is recorded instead,
+ * and checked the same way (ADR 0018).
  */
-async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
-  for (let attempt = 1; ; attempt++) {
-    const planned = await planMachineRemoval(ctx);
-    if (!planned) return undefined;
-    const { vm, plan } = planned;
-    if (attempt === 1 && wantsRemoveAllPvcs(vm)) {
-      ctx.log.info('Force the removal of all persistent volume claims');
-    }
+export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
+  let planned = await readAndPlan(ctx, { vmsRead: 'cached' });
+  if (planned && wantsRemoveAllPvcs(planned.inputs.vm)) {
+    ctx.log.info('Force the removal of all persistent volume claims');
+  }
+  for (let attempt = 1; planned; attempt++) {
+    const { inputs, plan } = planned;
+    const value = removedPvcsAnnotationValue(plan);
+    let recorded: Vm;
     try {
-      const patched = await ctx.api.patchVmAnnotations(vm, {
-        [ANNOTATION_REMOVED_PVCS]: removedPvcsAnnotationValue(plan),
-      });
-      return { vm: patched, plan };
+      recorded = await ctx.api.patchVmAnnotations(inputs.vm, { [ANNOTATION_REMOVED_PVCS]: value });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       if (!isConflict(err) || attempt >= MAX_PLAN_ATTEMPTS) throw err;
+      planned = await readAndPlan(ctx, { vmsRead: 'cached' }); // the VM changed: from the start
+      continue;
     }
+    // A record equal to what the VM had is no write (no new revision): then a consistent list.
+    const revision = recorded.metadata.resourceVersion;
+    const wrote = revision !== undefined && revision !== inputs.vm.metadata.resourceVersion;
+    const vms = await readProtectingVms(
+      reader(ctx),
+      ctx.config.ClusterName,
+      wrote ? { notOlderThan: revision } : 'consistent',
+    );
+    const checked = planRemoval({ ...inputs, vm: recorded, vms });
+    if (removedPvcsAnnotationValue(checked) === value) return { vm: recorded, plan: checked };
+    if (attempt >= MAX_PLAN_ATTEMPTS) {
+      throw new Error(`VM ${vmRef(ctx.config)}: the removal plan changed ${attempt} times while it was recorded`);
+    }
+    // A VM written meanwhile protects more (or less): record that plan, and check it again.
+    planned = { inputs: { ...inputs, vm: recorded, vms }, plan: checked };
   }
+  return undefined;
 }
 
 /**
