@@ -191,7 +191,9 @@ describe('removal beside other guest clusters (ADR 0018)', () => {
     assert.ok(record >= 0 && deletion > record, sent.join('\n'));
     const check = sent
       .slice(record, deletion)
-      .filter((r) => /\/virtualmachines\?/.test(r) && query(r).get('resourceVersionMatch') === 'NotOlderThan');
+      .filter(
+        (r) => /\/virtualmachines\?/.test(r) && query(r).get('resourceVersionMatch') === 'NotOlderThan',
+      );
     assert.equal(check.length, 1, `no check "not older than" the record: ${sent.join('\n')}`);
     assert.ok((await livePvcs(admin, ns)).has(boot), `${boot} is used by clusters-rescue and must stay`);
     await admin.delete(Resources.virtualMachine, { namespace: ns, name: 'clusters-rescue' });

@@ -101,7 +101,9 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
     const checked = planRemoval({ ...inputs, vm: recorded, vms });
     if (removedPvcsAnnotationValue(checked) === value) return { vm: recorded, plan: checked };
     if (attempt >= MAX_PLAN_ATTEMPTS) {
-      throw new Error(`VM ${vmRef(ctx.config)}: the removal plan changed ${attempt} times while it was recorded`);
+      throw new Error(
+        `VM ${vmRef(ctx.config)}: the removal plan changed ${attempt} times while it was recorded`,
+      );
     }
     // A VM written meanwhile protects more (or less): record that plan, and check it again.
     planned = { inputs: { ...inputs, vm: recorded, vms }, plan: checked };
