@@ -23,8 +23,7 @@ import { machineFlags } from '../test/support/machines.js';
 import { GO_POLL_INTERVAL_MS, GO_POLL_TRIES, GoPollingDriver } from './support/go-polling-baseline.js';
 
 export const BENCH_DELAYS: Delays = {
-  pendingMs: 100,
-  schedulingMs: 200,
+  podStartMs: 300,
   scheduledMs: 500,
   guestAgentMs: 1_000,
   shutdownMs: 500,
@@ -36,7 +35,7 @@ type Vmi = VirtualMachineInstance & KubeObject;
 
 /** What the stand-ins themselves take for an operation (their configured delays). */
 function standInDelayMs(op: Operation, d: Delays): number {
-  const boot = d.pendingMs + d.schedulingMs + d.scheduledMs + d.guestAgentMs;
+  const boot = d.podStartMs + d.scheduledMs + d.guestAgentMs;
   switch (op) {
     case 'create-to-IP':
     case 'start':
@@ -292,7 +291,7 @@ export async function runDriverBench(opts: DriverBenchOptions = {}): Promise<Dri
   const log = opts.log ?? ((line: string) => console.log(line));
   const d = BENCH_DELAYS;
   log(
-    `driver bench: stand-in delays pending ${d.pendingMs} ms, scheduling ${d.schedulingMs} ms, scheduled ${d.scheduledMs} ms, ` +
+    `driver bench: stand-in delays pod start ${d.podStartMs} ms, scheduled ${d.scheduledMs} ms, ` +
       `guest agent ${d.guestAgentMs} ms, shutdown ${d.shutdownMs} ms; Go baseline polls every ${GO_POLL_INTERVAL_MS / 1000} s (max ${GO_POLL_TRIES}); ${rounds} round(s)`,
   );
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-bench-store-'));

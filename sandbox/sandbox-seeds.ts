@@ -203,16 +203,21 @@ export async function seedHarvester(admin: KubeClient, publicKey: string): Promi
       url: 'https://images.sandbox.invalid/ubuntu-22.04-server-cloudimg-amd64.img',
     },
   } as KubeObject);
-  await createIfAbsent(admin, Resources.networkAttachmentDefinition, vlanNetwork(ns, SEED_NETWORK, 1));
-  await createIfAbsent(
-    admin,
-    Resources.networkAttachmentDefinition,
-    vlanNetwork(ns, SEED_STATIC_NETWORK, 100),
-  );
+  await seedNetworks(admin);
   await createIfAbsent(admin, Resources.keyPair, {
     apiVersion: 'harvesterhci.io/v1beta1',
     kind: 'KeyPair',
     metadata: { name: SEED_KEYPAIR, namespace: ns },
     spec: { publicKey },
   } as KubeObject);
+}
+
+/** The VM networks the sandbox's machines attach to (virt-controller refuses a VM whose network is missing). */
+export async function seedNetworks(admin: KubeClient, ns = SEED_NAMESPACE): Promise<void> {
+  await createIfAbsent(admin, Resources.networkAttachmentDefinition, vlanNetwork(ns, SEED_NETWORK, 1));
+  await createIfAbsent(
+    admin,
+    Resources.networkAttachmentDefinition,
+    vlanNetwork(ns, SEED_STATIC_NETWORK, 100),
+  );
 }

@@ -1,6 +1,7 @@
-// The whole sandbox: a Harvester (real control plane + stand-in controllers) and Rancher's
-// local cluster (real control plane), the front proxy that plays virt-api and Rancher's
-// /k8s/clusters/<id> proxy, the objects a machine pool refers to, and three credentials:
+// The whole sandbox: a Harvester (real control plane, KubeVirt's own virt-api and
+// virt-controller, stand-in controllers for the rest) and Rancher's local cluster (real control
+// plane), the front proxy that plays Rancher's /k8s/clusters/<id> proxy, the objects a machine
+// pool refers to, and three credentials:
 // - harvesterDirect: a Harvester user's own kubeconfig (proxy URL, bootstrap token that
 //   expires when you say), as a Harvester "download kubeconfig" would be;
 // - harvesterViaRancher: the kubeconfig Rancher generates for the Harvester cluster
@@ -13,6 +14,8 @@ import { CLOUD_CREDENTIAL_NAMESPACE } from '../src/rancher/cloud-credential.js';
 import { createTokenUser, setTokenExpiry, tokenKubeconfig, type TokenUser } from './control-plane/access.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { OWN_CAPI_GROUP, installCrds } from './crds/install.js';
+import { startHarvester } from './harvester.js';
+import type { KubeVirt } from './kubevirt/kubevirt.js';
 import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
 import { authorize, type Attributes } from './proxy/identity.js';
 import { createRancherCluster } from './rancher/cluster.js';
@@ -69,6 +72,11 @@ export interface SandboxOptions {
    * of the sandbox's reduced ones. Off by default (true: the default version, all namespaces).
    */
   clusterApi?: boolean | ClusterApiOptions;
+  /**
+   * Runs KubeVirt's own virt-api and virt-controller (and kube-scheduler) on Harvester's control
+   * plane, with the node stand-in (default true). Off: no VM ever runs (files that make none).
+   */
+  kubevirt?: boolean;
   logger?: Logger;
 }
 
@@ -88,6 +96,8 @@ export interface Sandbox {
   harvester: ControlPlane;
   rancher: ControlPlane;
   standIns: StandIns;
+  /** KubeVirt's running components (undefined with SandboxOptions.kubevirt false). */
+  kubevirt: KubeVirt | undefined;
   /** With SandboxOptions.clusterApi: the running manager. */
   clusterApi: ClusterApi | undefined;
   proxy: FrontProxy;
@@ -146,11 +156,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const started = Date.now();
     // CRDs go in before each controller manager starts, so its garbage collector knows them.
     // Both are waited for even when one fails, so the other is stopped too, not left running.
+    // KubeVirt starts on Harvester's side while Cluster API starts on Rancher's.
     const [harvesterStart, rancherStart] = await Promise.allSettled([
-      startControlPlane({
-        name: 'harvester',
-        beforeControllerManager: async (admin) => void (await installCrds(admin, 'harvester')),
-      }).then((cp) => (stops.push(() => cp.stop()), cp)),
+      startHarvester({ name: 'harvester', kubevirt: opts.kubevirt !== false }).then(
+        (h) => (stops.push(() => h.stop()), h),
+      ),
       startControlPlane({
         name: 'rancher',
         beforeControllerManager: async (admin, pki) => {
@@ -158,16 +168,20 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
           await installCrds(admin, 'rancher', 30_000, { without: [OWN_CAPI_GROUP] });
           await clusterApi.installCrds(admin, pki);
         },
-      }).then((cp) => (stops.push(() => cp.stop()), cp)),
+      }).then(async (cp) => {
+        stops.push(() => cp.stop());
+        if (clusterApi) {
+          await clusterApi.start(cp);
+          stops.push(() => clusterApi.stop(cp.admin));
+        }
+        return cp;
+      }),
     ]);
     if (harvesterStart.status === 'rejected') throw harvesterStart.reason;
     if (rancherStart.status === 'rejected') throw rancherStart.reason;
-    const harvester = harvesterStart.value;
+    const harvesterPlane = harvesterStart.value;
+    const harvester = harvesterPlane.cp;
     const rancher = rancherStart.value;
-    if (clusterApi) {
-      await clusterApi.start(rancher);
-      stops.push(() => clusterApi.stop(rancher.admin));
-    }
     logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
     const ssh = sandboxSshKey();
     recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
@@ -179,6 +193,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const standIns = await startStandIns(harvester.admin, {
       networksWithoutDhcp: [`${SEED_NAMESPACE}/${SEED_STATIC_NETWORK}`],
       ...opts.standIns,
+      ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
       logger,
     });
     stops.push(() => standIns.stop());
@@ -264,6 +279,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       harvester,
       rancher,
       standIns,
+      kubevirt: harvesterPlane.kubevirt,
       clusterApi,
       proxy,
       clusterId,

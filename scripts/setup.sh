@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything the tests, the sandbox and the walkthrough need, on a fresh machine:
-# npm packages (from the lockfile), Debian's etcd-server, openssl, squid and microsocks, kube-apiserver and
-# kube-controller-manager, and Cluster API's controller-manager (sandbox/capi), built from the
-# Go module proxy (cached outside the repo), and the compiled TypeScript. Idempotent: a second
+# npm packages (from the lockfile), Debian's etcd-server, openssl, squid and microsocks, kube-apiserver,
+# kube-controller-manager and kube-scheduler, Cluster API's controller-manager (sandbox/capi) and
+# KubeVirt's virt-api and virt-controller (sandbox/kubevirt), built from the Go module proxy
+# (cached outside the repo), and the compiled TypeScript. Idempotent: a second
 # run reuses everything and takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,10 @@ say "release tools (buildah, podman, runc, skopeo, helm) ready in $(elapsed "$t"
 t=$(seconds)
 capi_dirs="$(bash sandbox/capi/build-cluster-api.sh | cut -d' ' -f1 | tr '\n' ' ')"
 echo "cluster-api build: $(elapsed "$t") s (${capi_dirs% })"
+
+t=$(seconds)
+kubevirt_dir="$(bash sandbox/kubevirt/build-kubevirt.sh | cut -d' ' -f2)"
+echo "kubevirt build: $(elapsed "$t") s ($kubevirt_dir)"
 
 t=$(seconds)
 kubectl_path="$(bash scripts/setup-kubectl.sh)"

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { KubeClient } from '../src/kube/client.js';
-import { isForbidden, isNotFound } from '../src/kube/errors.js';
+import { isForbidden, isKubeError, isNotFound } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Vm } from '../src/driver/harvester-api.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
@@ -27,6 +27,9 @@ import {
   VFIO_PCI,
 } from '../sandbox/standins/harvester/pcidevices-controller.js';
 import { SANDBOX_NODE } from '../sandbox/standins/names.js';
+import { HARVESTER_FEATURE_GATES } from '../sandbox/kubevirt/kubevirt-cr.js';
+import { KubeVirtResources } from '../sandbox/kubevirt/resources.js';
+import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE } from '../sandbox/kubevirt/version.js';
 import { eventually } from './support/eventually.js';
 import { newMachine, tempStore } from './support/machines.js';
 import { useSandbox } from './support/sandbox-fixture.js';
@@ -50,13 +53,14 @@ function machine(
   name: string,
   hostDeviceInfo: string,
   kubeconfig = fixture.sandbox.kubeconfigs.harvesterDirect,
+  flags: Record<string, string> = {},
 ) {
   const m = newMachine({
     name,
     kubeconfig,
     storePath: store,
     clusterName: 'gpu',
-    flags: { 'harvester-host-device-info': hostDeviceInfo },
+    flags: { 'harvester-host-device-info': hostDeviceInfo, ...flags },
   });
   after(() => m.driver.close());
   return m;
@@ -272,6 +276,90 @@ describe('host devices (--harvester-host-device-info)', () => {
       warning.line,
       /may not list pcidevices\.devices\.harvesterhci\.io, pcideviceclaims\.devices\.harvesterhci\.io, usbdevices\.devices\.harvesterhci\.io \(grant it "list" on them cluster-wide, group devices\.harvesterhci\.io/,
     );
+
+    // Harvester can tell: KubeVirt's virt-controller will not render a VM whose device is not
+    // in the KubeVirt CR's permittedHostDevices, and the create waits report why.
+    const { driver: creating } = machine('nic-pool1-aaaaa-unpermitted', info(nicResource), kubeconfig, {
+      'harvester-create-timeout': '15',
+    });
+    const failed = await creating.create().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(failed instanceof Error, 'the create must fail');
+    assert.match(
+      failed.message,
+      new RegExp(
+        `HostDevice ${nicResource.replace(/[.]/g, '\\.')} is not permitted in permittedHostDevices configuration`,
+      ),
+    );
+    await creating.remove();
+  });
+
+  it("fails Create with KubeVirt's own message when its webhook refuses the VM, and leaves nothing behind", async () => {
+    const { sandbox } = fixture;
+    const admin = sandbox.harvester.admin;
+    // A KubeVirt without the HostDevices feature gate (Harvester's chart sets it) refuses any
+    // VM with host devices in virt-api's validating webhook; the device check passes (GPU A is enabled).
+    const kubevirt = { namespace: KUBEVIRT_NAMESPACE, name: KUBEVIRT_CR };
+    const setGates = (gates: string[]) =>
+      admin.patch(KubeVirtResources.kubeVirt, kubevirt, {
+        spec: { configuration: { developerConfiguration: { featureGates: gates } } },
+      });
+    await setGates(HARVESTER_FEATURE_GATES.filter((g) => g !== 'HostDevices'));
+    try {
+      const name = 'gpu-pool1-aaaaa-refused';
+      const { driver } = machine(name, info(T4), sandbox.kubeconfigs.harvesterDirect, {
+        'harvester-cloud-init-in-secret': 'true',
+      });
+      await driver.preCreateCheck();
+      // virt-api reads the KubeVirt CR through an informer: wait until it refuses a probe (dry run).
+      const probe = {
+        apiVersion: 'kubevirt.io/v1',
+        kind: 'VirtualMachine',
+        metadata: { name: 'gate-probe', namespace: ns },
+        spec: {
+          runStrategy: 'Halted',
+          template: { spec: { domain: { devices: { hostDevices: [{ name: 'h', deviceName: T4 }] } } } },
+        },
+      };
+      await eventually('virt-api to read the changed feature gates', () =>
+        admin
+          .call({
+            method: 'POST',
+            path: `/apis/kubevirt.io/v1/namespaces/${ns}/virtualmachines`,
+            query: { dryRun: 'All' },
+            body: probe,
+            operation: 'dry-run a VM with a host device',
+          })
+          .then(
+            () => false,
+            (e: unknown) => isKubeError(e) && /feature gate/.test(e.message),
+          ),
+      );
+      const refused = await driver.create().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(refused instanceof Error, 'the create must fail');
+      assert.match(
+        refused.message,
+        /admission webhook "virtualmachine-validator\.kubevirt\.io" denied the request: Host Devices feature gate is not enabled in kubevirt-config/,
+      );
+      assert.equal(await admin.find(Resources.virtualMachine, { namespace: ns, name }), undefined);
+      assert.equal(
+        await admin.find(Resources.secret, { namespace: ns, name: `${name}-cloudinit` }),
+        undefined,
+      );
+      const pvcs = await admin.list(Resources.pvc, { namespace: ns });
+      assert.deepEqual(
+        pvcs.items.filter((p) => p.metadata.name?.startsWith(`${name}-`)),
+        [],
+        'no volume of the refused VM',
+      );
+    } finally {
+      await setGates([...HARVESTER_FEATURE_GATES]);
+    }
   });
 
   it('on Harvester v1.7, refuses a device name libvirt would refuse as its alias, naming the field; v1.8 encodes it', async () => {

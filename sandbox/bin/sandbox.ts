@@ -114,13 +114,13 @@ async function up(dir: string, opts: { rmRetryDelayMs: number }): Promise<number
 
   const t0 = Date.now();
   log.info(
-    "sandbox: starting (two control planes, the Cluster API manager, stand-in controllers, front proxy, Rancher's side)",
+    "sandbox: starting (two control planes, KubeVirt, the Cluster API manager, stand-in controllers, front proxy, Rancher's side)",
   );
   try {
     // Rancher's local cluster runs the real Cluster API manager, as in the walkthrough.
     sandbox = await startSandbox({ logger: log, clusterApi: { namespace: FLEET_NAMESPACE } });
     // What a Harvester operator has (the UI's "Download KubeConfig"): admin, through the same
-    // endpoint as every other Harvester client (the proxy serves KubeVirt's subresources).
+    // endpoint as every other Harvester client (the front proxy).
     const operator = await createTokenUser(sandbox.harvester.admin, {
       expiresAt: new Date(Date.now() + 30 * DAY),
       clusterRole: 'cluster-admin',

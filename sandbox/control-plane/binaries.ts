@@ -10,6 +10,7 @@ export interface ControlPlaneBinaries {
   etcd: string;
   kubeApiserver: string;
   kubeControllerManager: string;
+  kubeScheduler: string;
 }
 
 export class ControlPlaneBuildError extends Error {}
@@ -31,6 +32,7 @@ export function ensureControlPlaneBinaries(): ControlPlaneBinaries {
     etcd,
     kubeApiserver: path.join(binDir, 'kube-apiserver'),
     kubeControllerManager: path.join(binDir, 'kube-controller-manager'),
+    kubeScheduler: path.join(binDir, 'kube-scheduler'),
   };
   return cached;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (once) and caches the real control-plane binaries the sandbox runs:
-# kube-apiserver and kube-controller-manager from the Go module proxy through a
-# wrapper module, and etcd from Debian's etcd-server. Prints the bin directory.
+# kube-apiserver, kube-controller-manager and kube-scheduler from the Go module proxy
+# through a wrapper module, and etcd from Debian's etcd-server. Prints the bin directory.
 #
 # Cache: $HARVESTER_MACHINE_CACHE (default ~/.cache/harvester-machine), keyed by
 # the Kubernetes version and the Go version, so a rebuild happens only when
@@ -32,7 +32,13 @@ ensure_etcd() {
 }
 
 build_kube() {
-  if [ -x "$BIN_DIR/kube-apiserver" ] && [ -x "$BIN_DIR/kube-controller-manager" ]; then return; fi
+  # Only what is missing: a cache from before kube-scheduler was added gains just that one,
+  # and a binary another sandbox may be running is never rewritten.
+  local missing=()
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    [ -x "$BIN_DIR/$c" ] || missing+=("k8s.io/kubernetes/cmd/$c")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
   local work="$CACHE_ROOT/kube-$KUBE_VERSION-$GO_VERSION/wrapper"
   mkdir -p "$work" "$BIN_DIR"
   local staging=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
@@ -61,16 +67,17 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )
 GO
-  echo "build-binaries: building kube-apiserver and kube-controller-manager $KUBE_VERSION (cold: 10-25 min on 2 cores)" >&2
+  echo "build-binaries: building ${missing[*]##*/} $KUBE_VERSION (cold, all three: 10-25 min on 2 cores)" >&2
   (cd "$work" && go mod tidy >&2) \
     || fail "step 'go mod tidy' for k8s.io/kubernetes $KUBE_VERSION failed; check that the Go module proxy is reachable (go env GOPROXY) and retry"
   local minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
   (cd "$work" && CGO_ENABLED=0 go build -trimpath \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
-    -o "$BIN_DIR/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager >&2) \
-    || fail "step 'go build' of kube-apiserver/kube-controller-manager failed; see the Go output above"
+    -o "$BIN_DIR/" "${missing[@]}" >&2) \
+    || fail "step 'go build' of kube-apiserver/kube-controller-manager/kube-scheduler failed; see the Go output above"
 }
 
 ensure_etcd

@@ -1,6 +1,7 @@
-// A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver (RBAC and
-// bootstrap-token authentication on) and kube-controller-manager (garbage collector,
-// namespace and PVC-protection controllers), in a fresh temp directory, on free ports.
+// A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver (RBAC, bootstrap-token
+// authentication and the aggregation layer on), kube-controller-manager (garbage collector,
+// namespace, service account, PV binding and PVC/PV-protection controllers) and, on request, kube-scheduler, in a
+// fresh temp directory, on free ports.
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -20,6 +21,8 @@ export interface ControlPlaneOptions {
   /** Deadline for each component to become ready. */
   readyTimeoutMs?: number;
   controllerManager?: boolean;
+  /** Runs kube-scheduler too (default: no; nothing schedules pods then). */
+  scheduler?: boolean;
   /** Fixed apiserver port (default: a free one). */
   apiserverPort?: number;
   /** The apiserver's loopback address: 127.0.0.1 (default) or ::1 (its URL is then https://[::1]:port). */
@@ -49,8 +52,20 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
-const CONTROLLERS =
-  'garbage-collector-controller,namespace-controller,persistentvolumeclaim-protection-controller';
+/** The common name kube-apiserver's aggregator presents to aggregated API servers. */
+const AGGREGATOR_CLIENT = 'front-proxy-client';
+
+const CONTROLLERS = [
+  'garbage-collector-controller',
+  'namespace-controller',
+  'persistentvolumeclaim-protection-controller',
+  // Binds claims to the volumes a provisioner makes (Longhorn's stand-in plays the provisioner).
+  'persistentvolume-binder-controller',
+  'persistentvolume-protection-controller',
+  // Every namespace's `default` ServiceAccount, which the ServiceAccount admission plugin needs to
+  // admit a pod (and then mounts its token: KubeVirt counts that volume on attachment pods).
+  'serviceaccount-controller',
+].join(',');
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const name = options.name ?? 'sandbox';
@@ -82,7 +97,19 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       { commonName: 'system:kube-controller-manager', organization: 'system:masters' },
       'client',
     );
+    const schedulerCert = options.scheduler
+      ? await issueCert(pki, 'scheduler', { commonName: 'system:kube-scheduler' }, 'client')
+      : undefined;
     const sa = await createServiceAccountKeys(pki);
+    // The aggregation layer's own CA and client: the apiserver proxies to aggregated APIs
+    // (KubeVirt's subresources.kubevirt.io) with this certificate and the caller in headers.
+    const frontProxyPki = await createCa(path.join(dir, 'front-proxy-pki'), `${name}-front-proxy-ca`);
+    const aggregatorCert = await issueCert(
+      frontProxyPki,
+      'front-proxy-client',
+      { commonName: AGGREGATOR_CLIENT },
+      'client',
+    );
 
     const etcd = await startEtcd(bins, dir, readyTimeoutMs);
     processes.push(etcd.process);
@@ -116,8 +143,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--authorization-mode=RBAC',
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
-      '--disable-admission-plugins=ServiceAccount',
       '--enable-bootstrap-token-auth=true',
+      `--requestheader-client-ca-file=${frontProxyPki.caCert}`,
+      `--requestheader-allowed-names=${AGGREGATOR_CLIENT}`,
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${aggregatorCert.certPath}`,
+      `--proxy-client-key-file=${aggregatorCert.keyPath}`,
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--v=1',
@@ -159,6 +192,28 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
             '--v=1',
           ],
           path.join(dir, 'kube-controller-manager.log'),
+        ),
+      );
+    }
+    if (schedulerCert) {
+      // system:kube-scheduler has its rights from the apiserver's bootstrap RBAC policy.
+      const schedulerKubeconfig = path.join(dir, 'scheduler.kubeconfig');
+      await fsp.writeFile(schedulerKubeconfig, kubeconfigFor(name, server, pki, schedulerCert), {
+        mode: 0o600,
+      });
+      processes.push(
+        startProcess(
+          'kube-scheduler',
+          bins.kubeScheduler,
+          [
+            `--kubeconfig=${schedulerKubeconfig}`,
+            `--authentication-kubeconfig=${schedulerKubeconfig}`,
+            `--authorization-kubeconfig=${schedulerKubeconfig}`,
+            '--leader-elect=false',
+            '--secure-port=0',
+            '--v=1',
+          ],
+          path.join(dir, 'kube-scheduler.log'),
         ),
       );
     }

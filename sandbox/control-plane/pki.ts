@@ -54,24 +54,34 @@ export interface IssuedCert {
   keyPem: string;
 }
 
-/** Issues a certificate signed by the CA: a server one (with IP/DNS SANs) or a client one. */
+/**
+ * Issues a certificate signed by the CA: a server one (SANs 127.0.0.1, ::1, localhost and any
+ * `dnsNames`) or a client one.
+ */
 export async function issueCert(
   pki: Pki,
   baseName: string,
-  subject: { commonName: string; organization?: string },
+  subject: { commonName: string; organization?: string | string[] },
   usage: 'server' | 'client',
+  extra: { dnsNames?: string[] } = {},
 ): Promise<IssuedCert> {
   const { dir } = pki;
   const key = `${baseName}.key`;
   const csr = `${baseName}.csr`;
   const crt = `${baseName}.crt`;
   const ext = `${baseName}.ext`;
-  const subj = `/CN=${subject.commonName}` + (subject.organization ? `/O=${subject.organization}` : '');
+  const organizations = [subject.organization ?? []].flat();
+  const subj = `/CN=${subject.commonName}` + organizations.map((o) => `/O=${o}`).join('');
   await openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key], dir);
   await openssl(['req', '-new', '-key', key, '-subj', subj, '-out', csr], dir);
   const extensions =
     usage === 'server'
-      ? 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n'
+      ? `basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${[
+          'IP:127.0.0.1',
+          'IP:::1',
+          'DNS:localhost',
+          ...(extra.dnsNames ?? []).map((d) => `DNS:${d}`),
+        ].join(',')}\n`
       : 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n';
   await fs.writeFile(path.join(dir, ext), extensions);
   await openssl(

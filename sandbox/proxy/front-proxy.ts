@@ -1,10 +1,10 @@
 // The sandbox's front proxy: one HTTPS endpoint on 127.0.0.1 standing where a client of
 // Harvester would find the Harvester apiserver, and where a client of Rancher would find
 // Rancher's /k8s/clusters/<clusterId> proxy. What cannot run here is played by it:
-// - /apis/subresources.kubevirt.io/...: the aggregated virt-api (start, stop, restart);
 // - /k8s/clusters/<clusterId>/...: Rancher's token check and impersonating proxy;
 // - anything else: forwarded to the Harvester apiserver with the caller's own credential,
-//   watches streamed.
+//   watches streamed. KubeVirt's subresources (/apis/subresources.kubevirt.io/...) are among
+//   them: the apiserver's aggregation layer hands them to KubeVirt's own virt-api.
 // Its serving certificate is issued by the Harvester control plane's CA, so a kubeconfig
 // for the proxy carries the same CA as one for the apiserver.
 import crypto from 'node:crypto';
@@ -18,15 +18,13 @@ import { buildKubeconfig } from '../control-plane/kubeconfig.js';
 import { issueCert, type IssuedCert } from '../control-plane/pki.js';
 import { Faults, type FaultControl } from './faults.js';
 import { forward, isWatchRequest, WatchRegistry, type Upstream } from './forward.js';
-import { authenticate, bearerToken, type Identity } from './identity.js';
 import {
   checkClusterAccess,
   impersonationHeaders,
   rancherIdentity,
   writeNormanError,
 } from './rancher-gate.js';
-import { internalError, UNAUTHORIZED, writeApiserverStatus } from './status.js';
-import { isSubresourcePath, serveVirtApi } from './virt-api.js';
+import { internalError, writeApiserverStatus } from './status.js';
 
 export interface FrontProxyOptions {
   harvester: ControlPlane;
@@ -43,26 +41,6 @@ export interface FrontProxy {
   readonly caPem: string;
   readonly faults: FaultControl;
   stop(): Promise<void>;
-}
-
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error('request body larger than 4 MiB'));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 /** A client acting as the proxy itself (system:masters), like virt-api's and Rancher's own credentials. */
@@ -114,9 +92,8 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontPro
   const faults = new Faults(() => watches.dropAll());
 
   const viaRancher = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
-    const [rawClusterId = '', ...rest] = url.pathname.slice('/k8s/clusters/'.length).split('/');
+    const [rawClusterId = ''] = url.pathname.slice('/k8s/clusters/'.length).split('/');
     const clusterId = decodeURIComponent(rawClusterId);
-    const path = `/${rest.join('/')}`;
     const who = await rancherIdentity(rancherAdmin, req.headers.authorization, clusterId);
     const refused = await checkClusterAccess(rancherAdmin, who, clusterId);
     if (refused) {
@@ -131,10 +108,6 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontPro
         status: 503,
         message: 'cluster not provisioned',
       });
-    }
-    if (isSubresourcePath(path)) {
-      const body = await readBody(req);
-      return serveVirtApi(harvesterAdmin, who, { method: req.method ?? 'GET', path, body }, res);
     }
     const rawTarget = (req.url ?? '/').slice(`/k8s/clusters/${rawClusterId}`.length) || '/';
     forward(req, res, impersonating, watches, {
@@ -154,30 +127,14 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontPro
     });
   };
 
-  const directly = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
-    if (isSubresourcePath(url.pathname)) {
-      const who: Identity | undefined = await authenticate(
-        harvesterAdmin,
-        bearerToken(req.headers.authorization),
-      );
-      if (!who) {
-        req.resume();
-        return writeApiserverStatus(res, UNAUTHORIZED);
-      }
-      const body = await readBody(req);
-      return serveVirtApi(
-        harvesterAdmin,
-        who,
-        { method: req.method ?? 'GET', path: url.pathname, body },
-        res,
-      );
-    }
+  const directly = (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
     forward(req, res, direct, watches, {
       target: req.url ?? '/',
       watch: isWatchRequest(url),
       // The apiserver is down: the client's connection breaks as if it had been talking to it.
       onUnreachable: () => res.socket?.destroy(),
     });
+    return Promise.resolve();
   };
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {

@@ -1,7 +1,6 @@
-// Kubernetes Status objects exactly as the servers the proxy plays write them: field order
-// and omitted empty fields as Go's encoding/json gives them (k8s.io/apimachinery
-// metav1.Status, api/errors constructors), the apiserver's compact encoding with a newline,
-// and virt-api's (go-restful's pretty printing: one-space indent, no newline).
+// Kubernetes Status objects exactly as the apiserver writes them: field order and omitted
+// empty fields as Go's encoding/json gives them (k8s.io/apimachinery metav1.Status, api/errors
+// constructors), compact with a newline.
 import type http from 'node:http';
 
 export interface StatusDetails {
@@ -55,22 +54,6 @@ export interface GroupResource {
 
 const grString = (gr: GroupResource): string => (gr.group ? `${gr.resource}.${gr.group}` : gr.resource);
 
-export function notFound(gr: GroupResource, name: string): Status {
-  return failure(404, 'NotFound', `${grString(gr)} "${name}" not found`, {
-    name,
-    group: gr.group,
-    kind: gr.resource,
-  });
-}
-
-export function conflict(gr: GroupResource, name: string, cause: string): Status {
-  return failure(409, 'Conflict', `Operation cannot be fulfilled on ${grString(gr)} "${name}": ${cause}`, {
-    name,
-    group: gr.group,
-    kind: gr.resource,
-  });
-}
-
 export function forbidden(gr: GroupResource, name: string, cause: string): Status {
   let message: string;
   if (!gr.group && !gr.resource) message = `forbidden: ${cause}`;
@@ -82,12 +65,6 @@ export function forbidden(gr: GroupResource, name: string, cause: string): Statu
 export function internalError(cause: string): Status {
   return failure(500, 'InternalError', `Internal error occurred: ${cause}`, { causes: [{ message: cause }] });
 }
-
-export function badRequest(message: string): Status {
-  return failure(400, 'BadRequest', message);
-}
-
-export const UNAUTHORIZED: Status = failure(401, 'Unauthorized', 'Unauthorized');
 
 /** As kube-apiserver answers: compact JSON and a newline. */
 export function writeApiserverStatus(
@@ -103,16 +80,5 @@ export function writeApiserverStatus(
     ...headers,
     'Content-Length': Buffer.byteLength(body),
   });
-  res.end(body);
-}
-
-/** As virt-api answers through the aggregator: go-restful's pretty-printed JSON. */
-export function writeVirtApiStatus(res: http.ServerResponse, status: Status): void {
-  writeVirtApiJson(res, status.code, status);
-}
-
-export function writeVirtApiJson(res: http.ServerResponse, code: number, value: unknown): void {
-  const body = JSON.stringify(value, null, 1);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }

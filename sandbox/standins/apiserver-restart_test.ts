@@ -4,15 +4,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { ExtraResources } from './names.js';
-import { driverVm, gone, useStandIns, waitUntil } from './testing.js';
+import { driverVm, gone, useHarvester, waitUntil } from './testing.js';
 import type { KeyPair, Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
 
-const fixture = useControlPlane({ name: 'standins-restart', crds: 'harvester' });
-
 describe('stand-ins across an apiserver restart', () => {
-  const s = useStandIns(fixture);
+  const s = useHarvester({ name: 'standins-restart' });
 
   it('start, stop and validate objects made after the restart, and act on ones made before', async () => {
     const { client, standIns } = s;
@@ -31,7 +28,7 @@ describe('stand-ins across an apiserver restart', () => {
       (v) => Boolean(v?.status?.interfaces?.[0]?.ipAddress),
     );
 
-    await fixture.cp.restartApiserver();
+    await s.cp.restartApiserver();
 
     // Made after the restart: only resumed watches can see these.
     await client.create(

@@ -1,18 +1,14 @@
-// What the stand-in controllers share: the client they write with, the informers they
-// declare their controllers on, the behaviour knobs tests turn at runtime, and the injected faults.
+// What the stand-in controllers share: the client they write with, the manager they declare
+// their caches and controllers on, the behaviour knobs tests turn at runtime, and the injected faults.
 import { formatKey, objectKey, type ObjectKey } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { Manager } from '../../src/kube/manager.js';
 import type { Logger } from '../../src/log/logger.js';
-import type { Placement } from './harvester/pcidevices-controller.js';
-import type { SharedInformers } from './runtime.js';
 
 export interface Delays {
-  /** Time a VMI spends in Pending before Scheduling. */
-  pendingMs: number;
-  /** Time in Scheduling before its launcher pod is bound (Scheduled). */
-  schedulingMs: number;
-  /** Scheduled -> Running. */
+  /** A bound pod's containers starting (the kubelet), before virt-controller can call its VMI Scheduled. */
+  podStartMs: number;
+  /** Scheduled -> Running (virt-handler starts the domain). */
   scheduledMs: number;
   /** Running -> the guest agent reports IP addresses. */
   guestAgentMs: number;
@@ -21,8 +17,7 @@ export interface Delays {
 }
 
 export const DEFAULT_DELAYS: Delays = {
-  pendingMs: 100,
-  schedulingMs: 200,
+  podStartMs: 300,
   scheduledMs: 500,
   guestAgentMs: 1_000,
   shutdownMs: 500,
@@ -76,10 +71,8 @@ export interface StandInContext {
   logger: Logger;
   /** Every stand-in's caches and controllers, on one lifecycle. */
   manager: Manager;
-  /** The KubeVirt stand-ins' view of the same manager (runtime.ts). */
-  informers: SharedInformers;
   behaviour: Behaviour;
   faults: Faults;
-  /** Where a launcher pod's device resources fit (the pcidevices add-on's device plugins); none: everywhere. */
-  placement?: Placement;
+  /** KubeVirt's own virt-api and virt-controller run (sandbox/kubevirt): the node stand-in plays its node. */
+  kubevirt: boolean;
 }

@@ -7,13 +7,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { IMPORTED_IMAGE_VIRTUAL_SIZE } from './harvester/image-controller.js';
 import { Finalizers, Labels } from './names.js';
-import { gone, importedImage, useStandIns, waitUntil } from './testing.js';
+import { gone, importedImage, useHarvester, waitUntil } from './testing.js';
 import type { KeyPair, PersistentVolumeClaim, StorageClass, VirtualMachineImage } from './types.js';
 
-const fixture = useControlPlane({ name: 'standins-hobj', crds: 'harvester' });
 const hasSshKeygen = spawnSync('ssh-keygen', ['-?']).error === undefined;
 
 function keyPair(namespace: string, name: string, publicKey: string): KeyPair {
@@ -26,7 +24,7 @@ function keyPair(namespace: string, name: string, publicKey: string): KeyPair {
 }
 
 describe('Harvester object controllers', () => {
-  const s = useStandIns(fixture);
+  const s = useHarvester({ name: 'standins-hobj', kubevirt: false });
 
   it(
     'validates a KeyPair with the fingerprint ssh-keygen -E md5 prints',

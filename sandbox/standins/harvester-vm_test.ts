@@ -4,22 +4,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { Annotations, Finalizers } from './names.js';
 import {
   driverVm,
   garbageCollectorKnowsVms,
   gone,
   importedImage,
-  useStandIns,
+  useHarvester,
   waitUntil,
 } from './testing.js';
 import type { PersistentVolumeClaim, VirtualMachine } from './types.js';
 
-const fixture = useControlPlane({ name: 'standins-hvm', crds: 'harvester' });
-
 describe('Harvester VM controller stand-in', () => {
-  const s = useStandIns(fixture);
+  const s = useHarvester({ name: 'standins-hvm' });
 
   const pvcBound = (client = s.client, namespace: string, name: string) =>
     waitUntil<PersistentVolumeClaim>(
@@ -50,7 +47,15 @@ describe('Harvester VM controller stand-in', () => {
     assert.ok(pvc);
     assert.equal(pvc.metadata.ownerReferences, undefined);
     assert.equal(pvc.metadata.labels, undefined);
-    assert.deepEqual(pvc.metadata.annotations, { [Annotations.imageId]: `${ns}/image-a` });
+    // The template's annotation, and kube-controller-manager's PV binder's own (provisioner, binding).
+    assert.deepEqual(pvc.metadata.annotations, {
+      [Annotations.imageId]: `${ns}/image-a`,
+      'pv.kubernetes.io/bind-completed': 'yes',
+      'pv.kubernetes.io/bound-by-controller': 'yes',
+      'volume.beta.kubernetes.io/storage-provisioner': 'driver.longhorn.io',
+      'volume.kubernetes.io/storage-provisioner': 'driver.longhorn.io',
+    });
+    assert.equal(pvc.spec.volumeName, `pvc-${pvc.metadata.uid ?? ''}`);
     assert.deepEqual(pvc.spec.accessModes, ['ReadWriteMany']);
     assert.equal(pvc.spec.volumeMode, 'Block');
     assert.equal(pvc.spec.storageClassName, sc);

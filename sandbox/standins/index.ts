@@ -1,13 +1,11 @@
 // The controllers a real Harvester runs, played on top of a real kube-apiserver: Harvester's
 // VM, PVC, VMI-network, KeyPair, image and load balancer controllers, the pcidevices and
-// vm-dhcp-controller add-ons,
-// KubeVirt's VM controller and VMI lifecycle (with virt-launcher pods and a kubelet stand-in
-// for them), Longhorn's binding,
-// and the CSI driver's calls. See docs/upstream/harvester-kubevirt.md for what each must do.
-import { formatKey, keyOf } from '../../src/api/object-key.js';
+// vm-dhcp-controller add-ons, Longhorn's provisioning, the CSI driver's calls, and, beside
+// KubeVirt's own virt-api and virt-controller (sandbox/kubevirt), what its node does: the
+// kubelet and virt-handler (node/). See docs/upstream/harvester-kubevirt.md and
+// docs/upstream/kubevirt.md.
 import type { KubeClient } from '../../src/kube/client.js';
 import { Manager } from '../../src/kube/manager.js';
-import { Resources } from '../../src/kube/resources.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import {
   DEFAULT_DELAYS,
@@ -26,10 +24,9 @@ import { loadBalancerControllers } from './harvester/load-balancer-controller.js
 import { harvesterVmController } from './harvester/vm-controller.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
 import { vmDhcpControllers } from './harvester/vm-dhcp-controller.js';
-import { sandboxKubelet } from './kubevirt/pods.js';
-import { kubevirtVmController } from './kubevirt/vm-controller.js';
-import { vmiLifecycle } from './kubevirt/vmi-lifecycle.js';
-import { SharedInformers } from './runtime.js';
+import { kubelet } from './node/kubelet.js';
+import { nodeController } from './node/node-controller.js';
+import { virtHandler } from './node/virt-handler.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
 export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
@@ -41,6 +38,12 @@ export interface StandInOptions {
   noIp?: (vm: VmRef) => boolean;
   /** VLAN networks ("namespace/name") without DHCP: a guest there has only the address its network data gives. */
   networksWithoutDhcp?: readonly string[];
+  /**
+   * KubeVirt's virt-api and virt-controller run beside (sandbox/kubevirt): the node stand-in
+   * plays the rest, writing VMIs with this client (virt-handler's service account). Without it
+   * nothing runs VMs.
+   */
+  virtHandlerClient?: KubeClient;
   logger?: Logger;
 }
 
@@ -84,24 +87,25 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     client: admin,
     logger,
     manager,
-    informers: new SharedInformers(manager),
     behaviour,
     faults,
+    kubevirt: options.virtHandlerClient !== undefined,
   };
 
   const harvesterVm = harvesterVmController(ctx);
-  const devices = pciDevicesStandIn(ctx, (key) => lifecycle.enqueue(formatKey(key)));
-  ctx.placement = devices.placement;
-  const lifecycle = vmiLifecycle(ctx);
+  const devices = pciDevicesStandIn(ctx);
   harvesterPvcController(ctx);
   vmiNetworkController(ctx);
   keyPairController(ctx);
   imageController(ctx);
   longhornBinder(ctx);
-  kubevirtVmController(ctx);
-  sandboxKubelet(ctx);
   loadBalancerControllers(ctx);
   vmDhcpControllers(ctx);
+  const handler = options.virtHandlerClient ? virtHandler(ctx, options.virtHandlerClient) : undefined;
+  if (handler) {
+    nodeController(ctx, devices.offer);
+    kubelet(ctx);
+  }
 
   await ensureDefaultStorageClass(admin);
   try {
@@ -118,8 +122,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
       if (change.noIp) behaviour.noIp = change.noIp;
       if (change.networksWithoutDhcp) behaviour.networksWithoutDhcp = change.networksWithoutDhcp;
       // VMIs sleeping out the old delays look again with the new ones.
-      for (const vmi of manager.cache({ type: Resources.virtualMachineInstance }).list())
-        lifecycle.enqueue(formatKey(keyOf(vmi)));
+      handler?.requeueAll();
     },
     faults: {
       holdRemoval: (ns, vm) => faults.holdRemoval(ns, vm),

@@ -16,12 +16,9 @@ import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from '../../src/
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { cloudProviderLbName, ensureGuestLoadBalancer, ensureIpPool } from './cloud-provider.js';
 import { FINALIZER_LB_CONTROLLER, selectIpPool } from './harvester/load-balancer-controller.js';
-import { driverVm, gone, useStandIns, waitUntil } from './testing.js';
-
-const fixture = useControlPlane({ name: 'standins-lb', crds: 'harvester' });
+import { driverVm, gone, useHarvester, waitUntil } from './testing.js';
 
 type Lb = LoadBalancer & KubeObject;
 type Pool = IpPool & KubeObject;
@@ -71,7 +68,7 @@ describe("the cloud provider's load balancer names", () => {
 });
 
 describe('load balancer stand-in', () => {
-  const s = useStandIns(fixture);
+  const s = useHarvester({ name: 'standins-lb' });
 
   it('makes what the cloud provider makes, allocates from the pool, books it there and releases it on removal', async () => {
     const { client } = s;

@@ -4,12 +4,12 @@
 // `networksWithoutDhcp` (a VLAN with no DHCP at all, harvester#9810), and a network an IPPool
 // of vm-dhcp-controller serves, whose DHCP agent answers each MAC with the address the pool's
 // status binds to it (and nothing else).
+import { parseKey } from '../../src/api/object-key.js';
 import { ipPoolOfNetwork, type VmDhcpIpPool } from '../../src/harvester/vm-dhcp.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { StandInContext } from './context.js';
 import { VmDhcpTypes } from './harvester/vm-dhcp-controller.js';
-import type { NetworkServers } from './kubevirt/guest-network.js';
-import { keyOf } from './runtime.js';
+import type { NetworkServers } from './node/guest-addresses.js';
 import type { VirtualMachineInstance } from './types.js';
 
 /** Every interface gets addresses no other has: one counter for the whole sandbox. */
@@ -44,8 +44,8 @@ export interface SandboxNetworks {
 }
 
 export function sandboxNetworks(ctx: StandInContext): SandboxNetworks {
-  const nads = ctx.informers.get<KubeObject>(Resources.networkAttachmentDefinition);
-  const pools = ctx.informers.get<VmDhcpIpPool & KubeObject>(VmDhcpTypes.ipPool);
+  const nads = ctx.manager.cache<KubeObject>({ type: Resources.networkAttachmentDefinition });
+  const pools = ctx.manager.cache<VmDhcpIpPool & KubeObject>({ type: VmDhcpTypes.ipPool });
   const external = new ExternalLeases();
 
   /** "namespace/name" of the interface's Multus network, or undefined on the pod network. */
@@ -65,14 +65,11 @@ export function sandboxNetworks(ctx: StandInContext): SandboxNetworks {
       ): { kind: 'external' } | { kind: 'none' } | { kind: 'pool'; pool?: VmDhcpIpPool } => {
         const network = networkOf(vmi, nics[i]?.name ?? '');
         if (network === undefined) return { kind: 'external' };
-        const ref = ipPoolOfNetwork(nads.get(network)?.metadata.labels);
-        if (ref)
-          return {
-            kind: 'pool',
-            ...(pools.get(keyOf(ref.namespace, ref.name))
-              ? { pool: pools.get(keyOf(ref.namespace, ref.name)) }
-              : {}),
-          };
+        const ref = ipPoolOfNetwork(nads.get(parseKey(network))?.metadata.labels);
+        if (ref) {
+          const pool = pools.get(ref);
+          return { kind: 'pool', ...(pool ? { pool } : {}) };
+        }
         return ctx.behaviour.networksWithoutDhcp.includes(network) ? { kind: 'none' } : { kind: 'external' };
       };
       const id = (i: number): string => `${vmi.metadata.uid ?? ''}/${nics[i]?.name ?? i}`;

@@ -2,8 +2,8 @@
 // only where its device resource is offered and free, and the VM records what it got.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import {
   discoverPciDevice,
   discoverUsbDevice,
@@ -25,11 +25,12 @@ import {
   VFIO_PCI,
 } from './harvester/pcidevices-controller.js';
 import { createNamespace } from '../control-plane/access.js';
+import type { KubeVirt as KubeVirtCr } from '../../src/api/kubevirt.js';
+import { KubeVirtResources } from '../kubevirt/resources.js';
+import { KUBEVIRT_CR, KUBEVIRT_NAMESPACE } from '../kubevirt/version.js';
 import { ExtraResources, SANDBOX_NODE } from './names.js';
-import { driverVm, gone, useStandIns, waitUntil } from './testing.js';
+import { driverVm, gone, useHarvester, waitUntil } from './testing.js';
 import type { Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
-
-const fixture = useControlPlane({ name: 'standins-pcidev', crds: 'harvester' });
 
 /** The claim the Harvester UI's "Enable Passthrough" creates (EnablePciPassthrough.vue). */
 function uiClaim(device: PciDeviceObject, owned = true): PciDeviceClaimObject {
@@ -72,6 +73,75 @@ const T4 = SANDBOX_PCI[0];
 const T4_SECOND = SANDBOX_PCI[1];
 const NIC = SANDBOX_PCI[2];
 
+/** virt-controller's refusal to render a VM whose device permittedHostDevices does not list. */
+async function assertNotPermitted(
+  client: KubeClient,
+  ns: string,
+  name: string,
+  resource: string,
+): Promise<void> {
+  // The vGPUs' claims made permittedHostDevices a list: a device not on it is refused by
+  // virt-controller when it renders the launcher pod (services/renderresources.go).
+  const refused = await waitUntil<VirtualMachineInstance>(
+    client,
+    Resources.virtualMachineInstance,
+    { namespace: ns, name },
+    'Synchronized=False',
+    (v) => v?.status?.conditions?.some((c) => c.type === 'Synchronized' && c.status === 'False') ?? false,
+  );
+  const synchronized = refused?.status?.conditions?.find((c) => c.type === 'Synchronized');
+  assert.equal(refused?.status?.phase, 'Pending');
+  assert.equal(synchronized?.reason, 'FailedCreate');
+  assert.equal(
+    synchronized?.message,
+    `failed to render launch manifest: HostDevice ${resource} is not permitted in permittedHostDevices configuration`,
+  );
+  assert.equal((await client.list<Pod>(ExtraResources.pod, { namespace: ns })).items.length, 0);
+}
+
+/** The pcidevices add-on's entry in the KubeVirt CR. */
+async function assertPermitted(client: KubeClient, resource: string, vendorSelector: string): Promise<void> {
+  const kubevirt = await client.get<KubeVirtCr>(KubeVirtResources.kubeVirt, {
+    namespace: KUBEVIRT_NAMESPACE,
+    name: KUBEVIRT_CR,
+  });
+  assert.deepEqual(
+    kubevirt.spec.configuration?.permittedHostDevices?.pciHostDevices?.find(
+      (d) => d.resourceName === resource,
+    ),
+    { pciVendorSelector: vendorSelector, resourceName: resource, externalResourceProvider: true },
+  );
+}
+
+/** kube-scheduler's verdict, copied by virt-controller onto the VMI and the VM. */
+async function assertUnschedulable(
+  client: KubeClient,
+  ns: string,
+  name: string,
+  resource: string,
+): Promise<void> {
+  const waiting = await waitUntil<VirtualMachineInstance>(
+    client,
+    Resources.virtualMachineInstance,
+    { namespace: ns, name },
+    `${name} unschedulable`,
+    (v) =>
+      v?.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') ?? false,
+  );
+  assert.equal(waiting?.status?.phase, 'Scheduling');
+  assert.match(
+    waiting?.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message ?? '',
+    new RegExp(`^0/1 nodes are available: 1 Insufficient ${resource.replace('.', '\\.')}\\.`),
+  );
+  await waitUntil<VirtualMachine>(
+    client,
+    Resources.virtualMachine,
+    { namespace: ns, name },
+    'printableStatus ErrorUnschedulable',
+    (v) => v?.status?.printableStatus === 'ErrorUnschedulable',
+  );
+}
+
 describe('the node agent names devices as Harvester does', () => {
   it('derives names and resource names from the address and the PCI ID database names', () => {
     assert.equal(pciDeviceName('harvester-node-1', '0000:3b:00.0'), 'harvester-node-1-00003b000');
@@ -94,7 +164,7 @@ describe('the node agent names devices as Harvester does', () => {
 });
 
 describe('pcidevices add-on stand-in', () => {
-  const s = useStandIns(fixture);
+  const s = useHarvester({ name: 'standins-pcidev' });
 
   it('enables passthrough for a claim owned by its device, and gives the device back when it goes', async () => {
     const { client } = s;
@@ -176,6 +246,20 @@ describe('pcidevices add-on stand-in', () => {
     );
     assert.equal(claim?.status?.pciAddress, '0000:00:14.0');
     assert.deepEqual(claim?.metadata.finalizers, [FINALIZER_USB_CLAIM]);
+    const permittedUsb = async () =>
+      (
+        await client.get<KubeVirtCr>(KubeVirtResources.kubeVirt, {
+          namespace: KUBEVIRT_NAMESPACE,
+          name: KUBEVIRT_CR,
+        })
+      ).spec.configuration?.permittedHostDevices?.usb ?? [];
+    assert.deepEqual(await permittedUsb(), [
+      {
+        selectors: [{ vendor: '0951', product: '1666' }],
+        resourceName: made.status?.resourceName,
+        externalResourceProvider: true,
+      },
+    ]);
     assert.equal(
       (await client.get<UsbDeviceObject>(Resources.usbDevice, { name: made.metadata.name })).status?.enabled,
       true,
@@ -186,9 +270,10 @@ describe('pcidevices add-on stand-in', () => {
       (await client.get<UsbDeviceObject>(Resources.usbDevice, { name: made.metadata.name })).status?.enabled,
       false,
     );
+    assert.deepEqual(await permittedUsb(), [], 'the USB claim takes its permit with it');
   });
 
-  it('schedules a VM with a host device only once a free device of its resource is enabled on the node', async () => {
+  it('permits a device in the KubeVirt CR once claimed: until then KubeVirt refuses to render the VM; then it schedules it by the device resource', async () => {
     const { client } = s;
     assert.ok(T4 && T4_SECOND);
     const ns = await createNamespace(client, 'pcidev');
@@ -199,27 +284,7 @@ describe('pcidevices add-on stand-in', () => {
       Resources.virtualMachine,
       withHostDevices(driverVm(ns, 'gpu-a'), [{ name: 'hostdevice-1', deviceName: resource }]),
     );
-    const waiting = await waitUntil<VirtualMachineInstance>(
-      client,
-      Resources.virtualMachineInstance,
-      { namespace: ns, name: 'gpu-a' },
-      'PodScheduled=False',
-      (v) => v?.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False') ?? false,
-    );
-    const condition = waiting?.status?.conditions?.find((c) => c.type === 'PodScheduled');
-    assert.equal(waiting?.status?.phase, 'Scheduling');
-    assert.equal(condition?.reason, 'Unschedulable');
-    assert.equal(condition?.message, `0/1 nodes are available: 1 Insufficient ${resource}.`);
-    const pods = await client.list<Pod>(ExtraResources.pod, { namespace: ns });
-    const compute = pods.items[0]?.spec.containers[0] as { resources?: unknown } | undefined;
-    assert.deepEqual(compute?.resources, { limits: { [resource]: '1' }, requests: { [resource]: '1' } });
-    await waitUntil<VirtualMachine>(
-      client,
-      Resources.virtualMachine,
-      { namespace: ns, name: 'gpu-a' },
-      'printableStatus ErrorUnschedulable',
-      (vm) => vm?.status?.printableStatus === 'ErrorUnschedulable',
-    );
+    await assertNotPermitted(client, ns, 'gpu-a', resource);
 
     const live = await client.get<PciDeviceObject>(Resources.pciDevice, { name: first.metadata.name });
     await client.create(Resources.pciDeviceClaim, uiClaim(live));
@@ -229,33 +294,30 @@ describe('pcidevices add-on stand-in', () => {
       { namespace: ns, name: 'gpu-a' },
       'the allocation record',
       (v) => v?.metadata.annotations?.[ANNOTATION_DEVICE_ALLOCATION] !== undefined,
+      30_000,
     );
     assert.equal(
       vm?.metadata.annotations?.[ANNOTATION_DEVICE_ALLOCATION],
       JSON.stringify({ hostdevices: { [resource]: [pciDeviceName(SANDBOX_NODE, T4.address)] } }),
     );
+    await assertPermitted(client, resource, '10de:1eb8');
     const running = await client.get<VirtualMachineInstance>(Resources.virtualMachineInstance, {
       namespace: ns,
       name: 'gpu-a',
     });
     assert.equal(running.status?.phase, 'Running');
-    assert.equal(
-      running.status?.conditions?.find((c) => c.type === 'PodScheduled'),
-      undefined,
-    );
+    const [launcher] = (await client.list<Pod>(ExtraResources.pod, { namespace: ns })).items;
+    const compute = launcher?.spec.containers.find((c) => c.name === 'compute') as
+      { resources?: { limits?: Record<string, string>; requests?: Record<string, string> } } | undefined;
+    assert.equal(compute?.resources?.limits?.[resource], '1');
+    assert.equal(compute?.resources?.requests?.[resource], '1');
 
-    // One enabled device, two VMs: the second waits until the first lets go of it.
+    // One enabled device, two VMs: kube-scheduler keeps the second waiting until the first lets go of it.
     await client.create(
       Resources.virtualMachine,
       withHostDevices(driverVm(ns, 'gpu-b'), [{ name: 'hostdevice-1', deviceName: resource }]),
     );
-    await waitUntil<VirtualMachineInstance>(
-      client,
-      Resources.virtualMachineInstance,
-      { namespace: ns, name: 'gpu-b' },
-      'gpu-b unschedulable',
-      (v) => v?.status?.conditions?.some((c) => c.reason === 'Unschedulable') ?? false,
-    );
+    await assertUnschedulable(client, ns, 'gpu-b', resource);
     await client.delete(Resources.virtualMachine, { namespace: ns, name: 'gpu-a' });
     const b = await waitUntil<VirtualMachine>(
       client,

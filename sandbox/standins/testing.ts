@@ -7,12 +7,15 @@ import { waitFor } from '../../src/kube/wait.js';
 import { createLogger } from '../../src/log/logger.js';
 import { createNamespace } from '../control-plane/access.js';
 import type { ControlPlaneFixture } from '../../test/support/control-plane-fixture.js';
+import type { ControlPlane } from '../control-plane/control-plane.js';
+import { startHarvester, type HarvesterControlPlane } from '../harvester.js';
+import { seedNetworks } from '../sandbox-seeds.js';
 import { startStandIns, type StandInOptions, type StandIns } from './index.js';
 import { Annotations } from './names.js';
 import type { VirtualMachine, VirtualMachineImage } from './types.js';
 
 /** Short delays: tests prove order and effect, not wall-clock realism. */
-export const FAST = { pendingMs: 50, schedulingMs: 50, scheduledMs: 100, guestAgentMs: 300, shutdownMs: 100 };
+export const FAST = { podStartMs: 50, scheduledMs: 100, guestAgentMs: 300, shutdownMs: 100 };
 
 export interface StandInsFixture {
   readonly standIns: StandIns;
@@ -41,6 +44,59 @@ export function useStandIns(fixture: ControlPlaneFixture, options: StandInOption
     get client(): KubeClient {
       if (!client) throw new Error('stand-ins not started (use them inside a test)');
       return client;
+    },
+  };
+}
+
+export interface HarvesterFixture extends StandInsFixture {
+  readonly cp: ControlPlane;
+  readonly harvester: HarvesterControlPlane;
+}
+
+/**
+ * Harvester's control plane with KubeVirt's own virt-api and virt-controller (unless
+ * `kubevirt: false`) and the stand-ins, once for the tests of the enclosing file or suite.
+ */
+export function useHarvester(
+  options: StandInOptions & { name?: string; kubevirt?: boolean } = {},
+): HarvesterFixture {
+  let harvester: HarvesterControlPlane | undefined;
+  let standIns: StandIns | undefined;
+  let client: KubeClient | undefined;
+  const { name, kubevirt, ...standInOptions } = options;
+  before(async () => {
+    harvester = await startHarvester({ name: name ?? 'harvester', kubevirt: kubevirt !== false });
+    client = KubeClient.fromKubeconfig(harvester.cp.adminKubeconfig, { requestTimeoutMs: 10_000 });
+    await seedNetworks(client);
+    const logger = process.env.STANDINS_LOG ? createLogger({ level: 'debug', format: 'json' }) : undefined;
+    standIns = await startStandIns(client, {
+      delays: FAST,
+      ...(logger ? { logger } : {}),
+      ...(harvester.virtHandlerClient ? { virtHandlerClient: harvester.virtHandlerClient } : {}),
+      ...standInOptions,
+    });
+  });
+  after(async () => {
+    await standIns?.stop();
+    client?.close();
+    await harvester?.stop();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('Harvester not started (use it inside a test)');
+    return value;
+  };
+  return {
+    get cp() {
+      return started(harvester).cp;
+    },
+    get harvester() {
+      return started(harvester);
+    },
+    get standIns() {
+      return started(standIns);
+    },
+    get client() {
+      return started(client);
     },
   };
 }

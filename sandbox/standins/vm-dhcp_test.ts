@@ -10,13 +10,10 @@ import { describe, it } from 'node:test';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../../src/harvester/vm-dhcp.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
 import { vlanNetwork } from '../sandbox-seeds.js';
 import { FINALIZER_VMNETCFG, VmDhcpTypes } from './harvester/vm-dhcp-controller.js';
-import { driverVm, garbageCollectorKnowsVms, gone, useStandIns, waitUntil } from './testing.js';
+import { driverVm, garbageCollectorKnowsVms, gone, useHarvester, waitUntil } from './testing.js';
 import type { VirtualMachine, VirtualMachineInstance } from './types.js';
-
-const fixture = useControlPlane({ name: 'standins-vmdhcp', crds: 'harvester' });
 
 type Pool = VmDhcpIpPool & KubeObject;
 type NetCfg = VmNetworkConfig & KubeObject;
@@ -62,7 +59,7 @@ function vmOn(
 }
 
 describe('vm-dhcp-controller stand-in and the networks', () => {
-  const s = useStandIns(fixture, { networksWithoutDhcp: [] });
+  const s = useHarvester({ name: 'standins-vmdhcp', networksWithoutDhcp: [] });
 
   const until = <T extends KubeObject>(
     type: Parameters<typeof waitUntil>[1],
@@ -184,10 +181,14 @@ describe('vm-dhcp-controller stand-in and the networks', () => {
     assert.equal(allocated?.message, `no more ip addresses left in network ${ns}/net-48 ipam`);
 
     // A restart (what virt-api's restart subresource writes): a new instance, the same MAC and address.
-    const old = await s.client.get<VirtualMachineInstance>(Resources.virtualMachineInstance, {
-      namespace: ns,
-      name: 'a',
-    });
+    // virt-controller makes the instance on its own pace: wait until it runs with its address.
+    const old = await until<VirtualMachineInstance>(
+      Resources.virtualMachineInstance,
+      { namespace: ns, name: 'a' },
+      'a’s first instance with its address',
+      (v) => Boolean(v?.status?.interfaces?.[0]?.ipAddress),
+    );
+    if (old === undefined) throw new Error('a’s first instance never reported an address');
     await s.client.patch(
       Resources.virtualMachine,
       { namespace: ns, name: 'a', subresource: 'status' },

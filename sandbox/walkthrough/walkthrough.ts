@@ -58,7 +58,7 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
       story.view = new HarvesterView(sandbox.harvester.admin, sandbox.seeds.namespace);
       say.say(
         'Harvester',
-        `kube-apiserver ${sandbox.harvester.server} + stand-ins (Harvester, KubeVirt, Longhorn, CSI); image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
+        `kube-apiserver ${sandbox.harvester.server} + KubeVirt ${sandbox.kubevirt?.version ?? '(not run)'} (virt-api, virt-controller) + stand-ins (KubeVirt's node, Harvester, Longhorn, CSI); image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
       );
       say.say(
         'Rancher',

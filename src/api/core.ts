@@ -82,3 +82,48 @@ export interface Pod extends KubeObject {
     [field: string]: unknown;
   };
 }
+
+export interface PersistentVolume extends KubeObject {
+  apiVersion?: 'v1';
+  kind?: 'PersistentVolume';
+  spec: {
+    capacity?: Record<string, string>;
+    accessModes?: string[];
+    volumeMode?: string;
+    storageClassName?: string;
+    persistentVolumeReclaimPolicy?: string;
+    claimRef?: { apiVersion?: string; kind?: string; namespace?: string; name?: string; uid?: string };
+    csi?: {
+      driver: string;
+      volumeHandle: string;
+      fsType?: string;
+      volumeAttributes?: Record<string, string>;
+    };
+    [field: string]: unknown;
+  };
+  status?: { phase?: string; [field: string]: unknown };
+}
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
+/** A Node condition: the kubelet also stamps its heartbeat. */
+export interface NodeCondition extends Condition {
+  lastHeartbeatTime?: string;
+}
+
+export interface Node extends KubeObject {
+  apiVersion?: 'v1';
+  kind?: 'Node';
+  spec?: { unschedulable?: boolean; taints?: Taint[]; [field: string]: unknown };
+  status?: {
+    capacity?: Record<string, string>;
+    allocatable?: Record<string, string>;
+    conditions?: NodeCondition[];
+    addresses?: Array<{ type: string; address: string }>;
+    [field: string]: unknown;
+  };
+}

@@ -188,3 +188,34 @@ export interface VirtualMachineInstance extends KubeObject {
   spec: VirtualMachineInstanceSpec;
   status?: VirtualMachineInstanceStatus;
 }
+
+export interface PciHostDevice {
+  pciVendorSelector: string;
+  resourceName: string;
+  externalResourceProvider?: boolean;
+}
+
+export interface UsbHostDevice {
+  resourceName: string;
+  selectors: Array<{ vendor: string; product: string }>;
+  externalResourceProvider?: boolean;
+}
+
+export interface PermittedHostDevices {
+  pciHostDevices?: PciHostDevice[];
+  mediatedDevices?: Array<{ mdevNameSelector: string; resourceName: string }>;
+  usb?: UsbHostDevice[];
+}
+
+/** The KubeVirt CR (one per cluster: Harvester's is harvester-system/kubevirt). */
+export interface KubeVirt extends KubeObject {
+  spec: {
+    configuration?: {
+      permittedHostDevices?: PermittedHostDevices;
+      developerConfiguration?: { featureGates?: string[] };
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  status?: { phase?: string; [k: string]: unknown };
+}

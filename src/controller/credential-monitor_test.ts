@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../kube/client.js';
-import { parseKey } from '../api/object-key.js';
+import { parseKey, type ObjectKey } from '../api/object-key.js';
 import { WorkQueue } from '../kube/work-queue.js';
 import { silentLogger } from '../log/logger.js';
 import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
@@ -37,14 +37,14 @@ describe('CredentialMonitor', () => {
     const monitor = new CredentialMonitor({
       caches: {
         credentials: {
-          get: (_ns: string, name: string) => secrets.find((s) => s.metadata.name === name),
+          get: (key: ObjectKey) => secrets.find((s) => s.metadata.name === key.name),
           list: () => secrets,
         },
         provisioningClusters: list([]),
         harvesterMachines: list([]),
       } as unknown as RancherCaches,
       harvester: {
-        forSecret: (s: SecretObject) => clientFor(s.metadata.name ?? ''),
+        forSecret: (s: SecretObject) => clientFor(s.metadata.name),
       } as unknown as HarvesterClients,
       events: { record: () => undefined } as unknown as EventRecorder,
       metrics: controllerMetrics(),
@@ -60,7 +60,7 @@ describe('CredentialMonitor', () => {
     const queue = new WorkQueue((key) => monitor.reconcileCredential(parseKey(key)), { concurrency: 2 });
     ref.queue = queue;
     try {
-      for (const s of secrets) queue.add(`cattle-global-data/${s.metadata.name ?? ''}`);
+      for (const s of secrets) queue.add(`cattle-global-data/${s.metadata.name}`);
       const started = performance.now();
       while (monitor.records.get('cattle-global-data/good')?.health.state !== 'valid') {
         assert.ok(performance.now() - started < 200, 'the good credential waited behind the slow ones');

@@ -153,7 +153,9 @@ export class Transport {
     }
     options.headers = {
       ...options.headers,
-      Accept: req.accept ?? 'application/json',
+      // client-go's default (its content type, then anything): an aggregated server may answer
+      // without JSON, as virt-api's start/stop/restart do (202, no body: 406 to a JSON-only Accept).
+      Accept: req.accept ?? 'application/json, */*',
       'User-Agent': userAgent(),
       ...(req.body !== undefined
         ? {

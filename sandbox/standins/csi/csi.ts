@@ -16,7 +16,7 @@ const MINIMAL_VOLUME_SIZE = 10n * MIB;
 /**
  * A lost race is retried, as the external-attacher requeues a failed ControllerPublish with
  * exponential backoff: 20 ms doubling to 1 s, for up to 15 s in all (a VM whose status the
- * KubeVirt stand-in is writing at the same time can lose several races in a row on a loaded
+ * KubeVirt controller is writing at the same time can lose several races in a row on a loaded
  * machine; retrying at once, five times, lost them all within milliseconds).
  */
 const RETRY_FIRST_MS = 20;

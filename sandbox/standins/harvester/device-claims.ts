@@ -1,13 +1,21 @@
 // The pcidevices add-on's two claim controllers (PCIDeviceClaim, USBDeviceClaim), one shape:
 // wrangler's OnRemove finalizer on every claim; a claim being deleted gives its device back
 // to the host, then drops the finalizer; otherwise, once its device is found, the device is
-// handed to passthrough and the claim's status says so. What differs is each kind's part.
+// handed to passthrough and the claim's status says so. What differs is each kind's part;
+// both keep the KubeVirt CR's permittedHostDevices as the add-on does (a PCI entry is added and
+// kept when its claim goes, a USB entry goes with its claim).
 import type { Cache, Controller } from '../../../src/kube/manager.js';
 import { Resources, type KubeObject, type ResourceType } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { patchFinalizers, refOf, updateWithRetry, withFinalizer, withoutFinalizer } from '../writes.js';
 import { objectKey } from '../../../src/api/object-key.js';
 import { ANNOTATION_PCI_DEVICE_DRIVER } from './device-discovery.js';
+import {
+  permitPciDevice,
+  permitUsbDevice,
+  unpermitUsbDevice,
+  updatePermitted,
+} from './permitted-host-devices.js';
 import type {
   PciDeviceClaimObject,
   PciDeviceObject,
@@ -108,6 +116,12 @@ export function deviceClaimControllers(
     release: (device) =>
       kernelDriver(device, device.metadata.annotations?.[ANNOTATION_PCI_DEVICE_DRIVER] ?? ''),
     bind: async (claim, device) => {
+      await updatePermitted(ctx, (p) =>
+        permitPciDevice(p, {
+          resourceName: device.status?.resourceName ?? '',
+          vendorSelector: `${device.status?.vendorId ?? ''}:${device.status?.deviceId ?? ''}`,
+        }),
+      );
       const before = device.status?.kernelDriverInUse ?? '';
       if (before !== VFIO_PCI) await kernelDriver(device, VFIO_PCI);
       await updateWithRetry<PciDeviceClaimObject>(
@@ -131,8 +145,19 @@ export function deviceClaimControllers(
     deviceOf: (claim) => caches.usbDevices.get(objectKey('', claim.metadata.name)),
     // "usb device claim <name> has no owner reference": an error, retried, never enabled.
     blocked: (claim) => !claim.metadata.ownerReferences?.length,
-    release: (device) => usbEnabled(device, false),
+    release: async (device) => {
+      const resourceName = device.status?.resourceName;
+      if (resourceName) await updatePermitted(ctx, (p) => unpermitUsbDevice(p, resourceName));
+      await usbEnabled(device, false);
+    },
     bind: async (claim, device) => {
+      await updatePermitted(ctx, (p) =>
+        permitUsbDevice(p, {
+          resourceName: device.status?.resourceName ?? '',
+          vendor: device.status?.vendorID ?? '',
+          product: device.status?.productID ?? '',
+        }),
+      );
       await usbEnabled(device, true);
       const at = { nodeName: device.status?.nodeName ?? '', pciAddress: device.status?.pciAddress ?? '' };
       await updateWithRetry<UsbDeviceClaimObject>(

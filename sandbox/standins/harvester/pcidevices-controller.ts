@@ -1,24 +1,27 @@
 // Harvester's pcidevices-controller add-on (harvester/pcidevices v1.8.0), as far as the
 // driver can see it (docs/upstream/harvester-host-devices.md):
-// - the PCIDeviceClaim controller: a claim owned by its PCIDevice binds the device to
-//   vfio-pci (PCIDevice status.kernelDriverInUse), hands it to the device plugin and sets
-//   status.passthroughEnabled; its removal gives the device back to its original driver;
-// - the USBDeviceClaim controller: USBDevice status.enabled, the claim's nodeName/pciAddress;
-// - the device plugins and the kubelet's device manager: a node offers a resource for each
-//   enabled device, a launcher pod is scheduled only where its device resources are free,
-//   and is allocated specific devices (`placement`, used by the VMI lifecycle);
-// - vGPUs only as a fixed offer of the sandbox node (SANDBOX_VGPUS);
+// - the PCIDeviceClaim controller: a claim owned by its PCIDevice permits the device's
+//   vendor:device in the KubeVirt CR (`permittedHostDevices.pciHostDevices`, kept when the claim
+//   goes, as upstream keeps it), binds the device to vfio-pci (PCIDevice
+//   status.kernelDriverInUse), hands it to the device plugin and sets status.passthroughEnabled;
+//   its removal gives the device back to its original driver;
+// - the USBDeviceClaim controller: `permittedHostDevices.usb` (removed with the claim),
+//   USBDevice status.enabled, the claim's nodeName/pciAddress;
+// - the device plugins: a node offers a resource for each enabled device (`offer`, which the
+//   node stand-in reports as the Node's allocatable, so kube-scheduler places launcher pods by
+//   it), and the kubelet's device manager gives a bound pod specific devices;
+// - vGPUs only as a fixed offer of the sandbox node (SANDBOX_VGPUS), permitted as the vGPU
+//   controller's PCIDeviceClaims would permit them;
 // - the VM controller: `harvesterhci.io/deviceAllocationDetails` on the VM of a Running VMI,
 //   the PCI devices its pod was given.
-import { keyOf, objectKey, type ObjectKey } from '../../../src/api/object-key.js';
 import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
-import { ExtraResources, Labels, SANDBOX_NODE } from '../names.js';
-
+import { Labels, SANDBOX_NODE } from '../names.js';
+import { LAUNCHER, VMI_PODS } from '../node/kubelet.js';
+import type { DeviceOffer } from '../node/node-controller.js';
 import type { Pod, VirtualMachine, VirtualMachineInstance } from '../types.js';
 import { mergePatchWithRetry, refOf } from '../writes.js';
-import { POD_SELECTOR, LAUNCHER } from '../kubevirt/pods.js';
 import { SANDBOX_VGPUS } from './device-discovery.js';
 import { deviceClaimControllers } from './device-claims.js';
 import type {
@@ -27,18 +30,13 @@ import type {
   UsbDeviceClaimObject,
   UsbDeviceObject,
 } from './device-types.js';
+import { VGPU_VENDOR_SELECTOR, permitPciDevice, updatePermitted } from './permitted-host-devices.js';
 
 export { FINALIZER_PCI_CLAIM, FINALIZER_USB_CLAIM, VFIO_PCI } from './device-claims.js';
+
 export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDetails';
-
-/** What the scheduler and the kubelet's device manager decide for launcher pods. */
-export interface Placement {
-  /** Why the pod cannot be bound to the sandbox node now, as kube-scheduler words it; undefined when it fits. */
-  unschedulable(pod: Pod): string | undefined;
-}
-
-/** The scheduling controller's one key: it looks at every waiting VMI. */
-const EVERY_WAITING_VMI = objectKey('', 'all');
+/** The vGPU permits' one key. */
+const VGPUS = { namespace: '', name: 'vgpus' };
 
 const NOT_DEVICES = new Set(['cpu', 'memory', 'ephemeral-storage', 'pods']);
 
@@ -57,16 +55,16 @@ export function deviceRequests(pod: Pod): Map<string, number> {
 
 export interface DeviceStandIns {
   controllers: Controller[];
-  placement: Placement;
+  offer: DeviceOffer;
 }
 
-export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: ObjectKey) => void): DeviceStandIns {
+export function pciDevicesStandIn(ctx: StandInContext): DeviceStandIns {
   const { client } = ctx;
   const devices = ctx.manager.cache<PciDeviceObject>({ type: Resources.pciDevice });
   const claims = ctx.manager.cache<PciDeviceClaimObject>({ type: Resources.pciDeviceClaim });
   const usbDevices = ctx.manager.cache<UsbDeviceObject>({ type: Resources.usbDevice });
   const usbClaims = ctx.manager.cache<UsbDeviceClaimObject>({ type: Resources.usbDeviceClaim });
-  const pods = ctx.manager.cache<Pod>({ type: ExtraResources.pod, labelSelector: POD_SELECTOR });
+  const pods = ctx.manager.cache<Pod>(VMI_PODS);
   const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
   const vms = ctx.manager.cache<VirtualMachine>({ type: Resources.virtualMachine });
 
@@ -98,11 +96,10 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: ObjectK
     a.metadata.name.localeCompare(b.metadata.name);
 
   /** The kubelet's device manager: bound pods get free devices of each resource, oldest pod first. */
-  function allocations(node: string, except?: string): Map<string, Map<string, string[]>> {
+  function allocations(node: string): Map<string, Map<string, string[]>> {
     const free = offered(node);
     const result = new Map<string, Map<string, string[]>>();
     for (const pod of pods.list((p) => isLauncher(p) && p.spec.nodeName === node).sort(byAge)) {
-      if (pod.metadata.uid === except) continue;
       const given = new Map<string, string[]>();
       for (const [resource, count] of deviceRequests(pod)) {
         const pool = free.get(resource) ?? [];
@@ -113,36 +110,18 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: ObjectK
     return result;
   }
 
-  const placement: Placement = {
-    unschedulable(pod) {
-      const wanted = deviceRequests(pod);
-      if (wanted.size === 0) return undefined;
-      const taken = new Map<string, number>();
-      for (const given of allocations(SANDBOX_NODE, pod.metadata.uid).values())
-        for (const [resource, names] of given) taken.set(resource, (taken.get(resource) ?? 0) + names.length);
-      const short = [...wanted].filter(
-        ([resource, count]) =>
-          (offered(SANDBOX_NODE).get(resource)?.length ?? 0) - (taken.get(resource) ?? 0) < count,
-      );
-      if (short.length === 0) return undefined;
-      return `0/1 nodes are available: ${short.map(([r]) => `1 Insufficient ${r}`).join(', ')}.`;
-    },
-  };
-
-  // Any change of what the nodes offer, or a pod going, may let a waiting launcher pod fit.
-  const scheduler = ctx.manager
-    .controller('pcidevices-scheduling', {
-      reconcile: () => {
-        for (const vmi of vmis.list((v) => v.status?.phase === 'Scheduling' || v.status?.phase === 'Pending'))
-          requeueVmi(keyOf(vmi));
-        return Promise.resolve();
-      },
-      logger: ctx.logger.child({ controller: 'pcidevices-scheduling' }),
-    })
-    .watch(claims, () => EVERY_WAITING_VMI)
-    .watch(usbDevices, () => EVERY_WAITING_VMI)
-    .watch(devices, () => EVERY_WAITING_VMI)
-    .watch(pods, (e) => (e.type === 'DELETED' ? EVERY_WAITING_VMI : undefined));
+  // The vGPUs are enabled from the start: their claims (the vGPU controller's) permit them.
+  const vgpuPermits = ctx.manager.controller('pcidevices-vgpu', {
+    reconcile: () =>
+      updatePermitted(ctx, (p) =>
+        SANDBOX_VGPUS.reduce(
+          (next, v) =>
+            permitPciDevice(next, { resourceName: v.resourceName, vendorSelector: VGPU_VENDOR_SELECTOR }),
+          p ?? {},
+        ),
+      ),
+  });
+  vgpuPermits.enqueue(VGPUS);
 
   const allocationRecorder = ctx.manager
     .controller('pcidevices-vm', {
@@ -177,12 +156,11 @@ export function pciDevicesStandIn(ctx: StandInContext, requeueVmi: (key: ObjectK
             : { metadata: { annotations: { [ANNOTATION_DEVICE_ALLOCATION]: record ?? null } } },
         );
       },
-      logger: ctx.logger.child({ controller: 'pcidevices-vm' }),
     })
     .watch(vmis);
 
   return {
-    controllers: [...claimControllers, scheduler, allocationRecorder],
-    placement,
+    controllers: [...claimControllers, vgpuPermits, allocationRecorder],
+    offer: { offered, sources: [claims, usbDevices, devices] },
   };
 }

@@ -11,8 +11,7 @@ import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
 import { Annotations, Finalizers, Labels } from '../names.js';
 import { compareQuantities } from '../quantity.js';
-import { runStrategyOf } from '../kubevirt/run-strategy.js';
-
+import { runStrategyOf } from './run-strategy.js';
 import type {
   PersistentVolumeClaim,
   VirtualMachine,

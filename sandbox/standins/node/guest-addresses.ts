@@ -6,9 +6,11 @@
 // nothing configures has only its IPv6 link-local address. A router on the network (the
 // sandbox's default networks) also gives a SLAAC address, whatever configures IPv4.
 //
-// Pure on purpose: the guest lives wherever the VMI's node is played (today the VMI
-// lifecycle stand-in; later a node stand-in), and this moves with it unchanged.
+// Pure: virt-handler's stand-in (virt-handler.ts) asks it once the guest agent reports, with
+// the network data the launcher would hand the guest (networkDataSource) and what the sandbox's
+// networks answer (network-servers.ts).
 import { parseDocument } from 'yaml';
+import type { VirtualMachineInstance } from '../types.js';
 
 export interface GuestNic {
   /** The VMI's interface name (nic-0). */
@@ -131,4 +133,28 @@ export function guestAddresses(
       awaitingLease: Boolean(config?.dhcp4) && !config?.static4[0] && !leased,
     };
   });
+}
+
+/**
+ * Where the guest's cloud-init network data comes from: inline (plain or base64) in its NoCloud
+ * or ConfigDrive volume, or the Secret that volume names (read by the caller).
+ */
+export function networkDataSource(
+  vmi: VirtualMachineInstance,
+): { inline: string } | { secret: string } | undefined {
+  for (const volume of vmi.spec.volumes ?? []) {
+    const source = volume.cloudInitNoCloud ?? volume.cloudInitConfigDrive;
+    if (!source) continue;
+    if (source.networkData) return { inline: source.networkData };
+    if (source.networkDataBase64)
+      return { inline: Buffer.from(source.networkDataBase64, 'base64').toString('utf8') };
+    if (source.networkDataSecretRef?.name) return { secret: source.networkDataSecretRef.name };
+  }
+  return undefined;
+}
+
+/** The network data a Secret holds: KubeVirt reads the key `networkdata`, then `networkData`. */
+export function networkDataOfSecret(data: Record<string, string> | undefined): string | undefined {
+  const encoded = data?.['networkdata'] ?? data?.['networkData'];
+  return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
 }

@@ -1,9 +1,15 @@
 // The guest's addresses from its interfaces, its cloud-init network data and its networks'
-// servers (guest-network.ts): cloud-init's matching and fallback, as cloud-init documents them.
+// servers (guest-addresses.ts): cloud-init's matching and fallback, as cloud-init documents them,
+// and where the network data is found.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { guestAddresses, type NetworkServers } from './guest-network.js';
-import { NetworkIpam } from '../harvester/vm-dhcp-ipam.js';
+import type { VirtualMachineInstance, Volume } from '../types.js';
+import {
+  guestAddresses,
+  networkDataOfSecret,
+  networkDataSource,
+  type NetworkServers,
+} from './guest-addresses.js';
 
 const NICS = [
   { name: 'nic-0', mac: '02:00:00:00:00:01' },
@@ -71,27 +77,38 @@ describe('guest network', () => {
   });
 });
 
-describe('vm-dhcp-controller IPAM', () => {
-  it('hands out start..end less the revoked, a designated address once, a random free one otherwise', () => {
-    const net = new NetworkIpam('default/net', '192.168.48.0/24', '192.168.48.81', '192.168.48.84');
-    net.revoke('192.168.48.81');
-    assert.equal(net.available(), 3);
-    assert.equal(net.allocate('192.168.48.83'), '192.168.48.83');
-    assert.throws(() => net.allocate('192.168.48.83'), /designated ip 192\.168\.48\.83 is already allocated/);
-    assert.throws(() => net.allocate('192.168.48.90'), /no more ip addresses left/, 'outside start..end');
-    const picked = new Set([net.allocate(undefined, () => 0), net.allocate(undefined, () => 0.99)]);
-    assert.deepEqual([...picked].sort(), ['192.168.48.82', '192.168.48.84']);
-    assert.throws(() => net.allocate(undefined), /no more ip addresses left in network default\/net ipam/);
-    net.deallocate('192.168.48.82');
-    assert.equal(net.used(), 2);
+describe('network data', () => {
+  const withVolume = (volume: Volume): VirtualMachineInstance => ({
+    metadata: { name: 'vm', namespace: 'ns' },
+    spec: {
+      domain: { devices: {} },
+      volumes: [{ name: 'rootdisk', persistentVolumeClaim: { claimName: 'd' } }, volume],
+    },
   });
 
-  it('refuses a pool its subnet cannot hold, as NewIPSubnet does', () => {
-    assert.throws(
-      () => new NetworkIpam('n', '10.0.0.0/24', '10.0.1.1', '10.0.0.9'),
-      /start ip address .* not within subnet/,
+  it('is found inline, base64-encoded or in a Secret, in a NoCloud or ConfigDrive volume', () => {
+    const noCloud = (source: Volume['cloudInitNoCloud']) =>
+      withVolume({ name: 'cloudinitdisk', cloudInitNoCloud: source });
+    assert.deepEqual(networkDataSource(noCloud({ networkData: 'version: 2' })), { inline: 'version: 2' });
+    assert.deepEqual(
+      networkDataSource(noCloud({ networkDataBase64: Buffer.from('version: 1').toString('base64') })),
+      { inline: 'version: 1' },
     );
-    assert.throws(() => new NetworkIpam('n', '10.0.0.0/24', '10.0.0.9', '10.0.0.1'), /less than start/);
-    assert.throws(() => new NetworkIpam('n', '10.0.0.0/24', '10.0.0.1', '10.0.0.255'), /equals broadcast/);
+    assert.deepEqual(networkDataSource(noCloud({ networkDataSecretRef: { name: 'vm-cloudinit' } })), {
+      secret: 'vm-cloudinit',
+    });
+    assert.deepEqual(
+      networkDataSource(withVolume({ name: 'cd', cloudInitConfigDrive: { networkData: 'version: 1' } })),
+      { inline: 'version: 1' },
+    );
+    assert.equal(networkDataSource(noCloud({ userData: '#cloud-config' })), undefined);
+  });
+
+  it("is read from the Secret's networkdata key, or networkData", () => {
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    assert.equal(networkDataOfSecret({ networkdata: b64('version: 2') }), 'version: 2');
+    assert.equal(networkDataOfSecret({ networkData: b64('version: 1') }), 'version: 1');
+    assert.equal(networkDataOfSecret({ userdata: b64('#cloud-config') }), undefined);
+    assert.equal(networkDataOfSecret(undefined), undefined);
   });
 });

@@ -1,34 +1,38 @@
-// KubeVirt's VM controller and VMI lifecycle stand-ins against a real apiserver
-// (docs/upstream/harvester-kubevirt.md#kubevirt-vm-and-vmi), with the real garbage collector
-// and pvc-protection.
+// KubeVirt's own virt-api and virt-controller in the sandbox, with the node stand-in (the
+// kubelet and virt-handler), kube-scheduler, the real garbage collector and pvc-protection: the
+// VM lifecycles the driver relies on (docs/upstream/kubevirt.md).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { keyOf } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
-import { useControlPlane } from '../../test/support/control-plane-fixture.js';
-import { Annotations, ExtraResources, Finalizers, Labels } from './names.js';
-import { FAST, driverVm, garbageCollectorKnowsVms, gone, useStandIns, waitUntil } from './testing.js';
-import type { Pod, StateChangeRequest, VirtualMachine, VirtualMachineInstance } from './types.js';
-
-const fixture = useControlPlane({ name: 'standins-kv', crds: 'harvester' });
+import { Annotations, ExtraResources, Finalizers, Labels } from '../standins/names.js';
+import {
+  FAST,
+  driverVm,
+  garbageCollectorKnowsVms,
+  gone,
+  useHarvester,
+  waitUntil,
+} from '../standins/testing.js';
+import type { Pod, VirtualMachine, VirtualMachineInstance } from '../standins/types.js';
 
 const running = (v: VirtualMachine | undefined) => v?.status?.printableStatus === 'Running';
 const hasIp = (v: VirtualMachineInstance | undefined) => Boolean(v?.status?.interfaces?.[0]?.ipAddress);
 
-async function requestStateChange(
+/** PUT .../virtualmachines/<name>/<action> through the apiserver's aggregation layer to virt-api. */
+async function vmAction(
   client: KubeClient,
   namespace: string,
   name: string,
-  requests: StateChangeRequest[],
+  action: 'start' | 'stop' | 'restart',
 ) {
-  // What virt-api's start/stop/restart subresources write
-  // (docs/upstream/harvester-kubevirt.md#kubevirt-subresources).
-  await client.patch(
-    Resources.virtualMachine,
-    { namespace, name, subresource: 'status' },
-    { status: { stateChangeRequests: requests } },
-  );
+  await client.call({
+    method: 'PUT',
+    path: `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachines/${name}/${action}`,
+    operation: `${action} VM ${namespace}/${name}`,
+  });
 }
 
 /** Name, labels, annotations, owner and finalizers as KubeVirt's VM controller sets them. */
@@ -86,14 +90,15 @@ async function assertLauncherPod(
     pod.metadata.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller, o.blockOwnerDeletion]),
     [['VirtualMachineInstance', instance.metadata.name, instance.metadata.uid, true, true]],
   );
+  // virt-controller's launcher pod also has its emptyDir volumes (private, public, sockets, ...).
   assert.deepEqual(
-    pod.spec.volumes?.map((v) => v.persistentVolumeClaim?.claimName),
+    pod.spec.volumes?.flatMap((v) => v.persistentVolumeClaim?.claimName ?? []),
     claims,
   );
 }
 
-describe('KubeVirt stand-in', () => {
-  const s = useStandIns(fixture);
+describe('KubeVirt in the sandbox', () => {
+  const s = useHarvester({ name: 'kubevirt' });
 
   const vmi = (ns: string, name: string) =>
     s.client.find<VirtualMachineInstance>(Resources.virtualMachineInstance, { namespace: ns, name });
@@ -122,7 +127,7 @@ describe('KubeVirt stand-in', () => {
   it('walks a VMI through Pending, Scheduling, Scheduled, Running with the configured delays', async () => {
     const { client, standIns } = s;
     const ns = await createNamespace(client, 'phases');
-    const delays = { pendingMs: 400, schedulingMs: 400, scheduledMs: 400, guestAgentMs: 800 };
+    const delays = { podStartMs: 400, scheduledMs: 400, guestAgentMs: 800 };
     standIns.configure({ delays });
     const seen: Array<{ phase: string; at: number; hasIp: boolean }> = [];
     const watch = client.watch<VirtualMachineInstance>(
@@ -157,8 +162,7 @@ describe('KubeVirt stand-in', () => {
     const at = (phase: string, ip = false) =>
       seen.find((p) => p.phase === phase && p.hasIp === ip)?.at ?? NaN;
     const slack = 150; // events reach our watch with some jitter; without delays the gaps are ~10 ms
-    assert.ok(at('Scheduling') - at('Pending') >= delays.pendingMs - slack, JSON.stringify(seen));
-    assert.ok(at('Scheduled') - at('Scheduling') >= delays.schedulingMs - slack, JSON.stringify(seen));
+    assert.ok(at('Scheduled') - at('Scheduling') >= delays.podStartMs - slack, JSON.stringify(seen));
     assert.ok(at('Running') - at('Scheduled') >= delays.scheduledMs - slack, JSON.stringify(seen));
     assert.ok(at('Running', true) - at('Running') >= delays.guestAgentMs - slack, JSON.stringify(seen));
 
@@ -207,7 +211,7 @@ describe('KubeVirt stand-in', () => {
     const ns = await createNamespace(client, 'stop');
     await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
     const first = await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
-    await requestStateChange(client, ns, 'vm', [{ action: 'Stop', uid: first?.metadata.uid ?? '' }]);
+    await vmAction(client, ns, 'vm', 'stop');
     const stopped = await untilVm(
       ns,
       'vm',
@@ -216,12 +220,13 @@ describe('KubeVirt stand-in', () => {
     );
     assert.equal(await vmi(ns, 'vm'), undefined);
     assert.equal(stopped?.spec.runStrategy, 'RerunOnFailure');
-    assert.equal(stopped?.status?.created, false);
-    assert.equal(stopped?.status?.ready, false);
+    // KubeVirt omits created and ready when false (omitempty).
+    assert.notEqual(stopped?.status?.created, true);
+    assert.notEqual(stopped?.status?.ready, true);
     await standIns.idle();
     assert.equal(await vmi(ns, 'vm'), undefined, 'a stopped RerunOnFailure VM is not restarted');
 
-    await requestStateChange(client, ns, 'vm', [{ action: 'Start' }]);
+    await vmAction(client, ns, 'vm', 'start');
     const again = await untilVmi(ns, 'vm', 'VMI after start', (v) => v?.status?.phase === 'Running');
     assert.notEqual(again?.metadata.uid, first?.metadata.uid);
     await untilVm(ns, 'vm', 'start request consumed', (v) => running(v) && !v?.status?.stateChangeRequests);
@@ -239,10 +244,7 @@ describe('KubeVirt stand-in', () => {
       'MAC remembered',
       (v) => v?.metadata.annotations?.[Annotations.macAddress] === JSON.stringify({ 'nic-0': mac }),
     );
-    await requestStateChange(client, ns, 'vm', [
-      { action: 'Stop', uid: first?.metadata.uid ?? '' },
-      { action: 'Start' },
-    ]);
+    await vmAction(client, ns, 'vm', 'restart');
     const second = await untilVmi(
       ns,
       'vm',
@@ -260,13 +262,47 @@ describe('KubeVirt stand-in', () => {
     assert.equal(second?.status?.interfaces?.[0]?.mac, mac);
   });
 
-  it('RerunOnFailure restarts a VMI that failed (its virt-launcher pod went away)', async () => {
+  it('a launcher pod deleted under a running VM: the guest shuts down (Succeeded), RerunOnFailure leaves it stopped', async () => {
+    const { client, standIns } = s;
+    const ns = await createNamespace(client, 'podgone');
+    await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
+    await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
+    const [pod] = (await client.list<Pod>(ExtraResources.pod, { namespace: ns })).items;
+    assert.ok(pod, 'a launcher pod');
+    await client.delete(ExtraResources.pod, keyOf(pod));
+    const seen: string[] = [];
+    const watch = client.watch<VirtualMachineInstance>(
+      Resources.virtualMachineInstance,
+      { namespace: ns },
+      (e) => {
+        const phase = e.object.status?.phase ?? '';
+        if (seen[seen.length - 1] !== phase) seen.push(phase);
+      },
+    );
+    try {
+      await untilVmi(ns, 'vm', 'the finished VMI removed', gone);
+      await untilVm(ns, 'vm', 'VM Stopped', (v) => v?.status?.printableStatus === 'Stopped');
+      await standIns.idle();
+    } finally {
+      watch.stop();
+    }
+    assert.equal(seen[seen.length - 1], 'Succeeded', JSON.stringify(seen));
+    assert.equal(await vmi(ns, 'vm'), undefined, 'a VMI that succeeded is not rerun');
+  });
+
+  it('RerunOnFailure restarts a VMI that failed (its launcher pod vanished, as with a lost node)', async () => {
     const { client } = s;
     const ns = await createNamespace(client, 'rerun');
     await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
     const first = await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
     const [pod] = (await client.list<Pod>(ExtraResources.pod, { namespace: ns })).items;
-    await client.delete(ExtraResources.pod, { namespace: ns, name: pod?.metadata.name ?? '' });
+    assert.ok(pod, 'a launcher pod');
+    await client.call({
+      method: 'DELETE',
+      path: `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`,
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+      operation: 'force-delete the launcher pod',
+    });
     const second = await untilVmi(
       ns,
       'vm',
@@ -286,12 +322,12 @@ describe('KubeVirt stand-in', () => {
         disks: [{ name: 'vm-data', storage: '1Gi', storageClassName: 'harvester-longhorn' }],
       }),
     );
-    const instance = await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
+    await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
     await client.delete(Resources.pvc, { namespace: ns, name: 'vm-data' });
     await new Promise((r) => setTimeout(r, 2_000));
     const held = await client.find<KubeObject>(Resources.pvc, { namespace: ns, name: 'vm-data' });
     assert.deepEqual(held?.metadata.finalizers, [Finalizers.pvcProtection]);
-    await requestStateChange(client, ns, 'vm', [{ action: 'Stop', uid: instance?.metadata.uid ?? '' }]);
+    await vmAction(client, ns, 'vm', 'stop');
     await waitUntil(
       client,
       Resources.pvc,
@@ -350,6 +386,51 @@ describe('KubeVirt stand-in', () => {
     assert.equal(pvc?.metadata.deletionTimestamp, undefined);
   });
 
+  it("answers start on a running VM with virt-api's 409, and hot-plugs through addvolume and removevolume", async () => {
+    const { client } = s;
+    const ns = await createNamespace(client, 'subresources');
+    await client.create(Resources.virtualMachine, driverVm(ns, 'vm'));
+    await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
+    const again = await vmAction(client, ns, 'vm', 'start').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.match(String(again), /409/);
+    assert.match(String(again), /VM is already running/);
+
+    const claim = await s.standIns.csi.createVolume({ namespace: ns, size: '1Gi' });
+    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${ns}/virtualmachines/vm`;
+    await client.call({
+      method: 'PUT',
+      path: `${path}/addvolume`,
+      body: {
+        name: claim,
+        disk: { name: claim, disk: { bus: 'scsi' } },
+        volumeSource: { persistentVolumeClaim: { claimName: claim, hotpluggable: true } },
+      },
+      operation: 'addvolume',
+    });
+    const plugged = await untilVmi(
+      ns,
+      'vm',
+      'the volume Ready',
+      (v) => v?.status?.volumeStatus?.some((vs) => vs.name === claim && vs.phase === 'Ready') ?? false,
+    );
+    assert.equal(plugged?.status?.volumeStatus?.find((vs) => vs.name === claim)?.target, 'sda');
+    await client.call({
+      method: 'PUT',
+      path: `${path}/removevolume`,
+      body: { name: claim },
+      operation: 'removevolume',
+    });
+    await untilVmi(
+      ns,
+      'vm',
+      'the volume gone',
+      (v) => v !== undefined && !v.status?.volumeStatus?.some((vs) => vs.name === claim),
+    );
+  });
+
   describe('other run strategies', () => {
     it('Always: starts on creation; runStrategy Halted deletes the VMI', async () => {
       const { client } = s;
@@ -364,7 +445,7 @@ describe('KubeVirt stand-in', () => {
       // Stopped already shows while the final VMI is on its way out.
       await untilVm(ns, 'vm', 'stopped', (v) => v?.status?.printableStatus === 'Stopped');
       await untilVmi(ns, 'vm', 'VMI gone', gone);
-      await untilVm(ns, 'vm', 'no VMI recorded', (v) => v?.status?.created === false);
+      await untilVm(ns, 'vm', 'no VMI recorded', (v) => v?.status?.created !== true);
     });
 
     it('Halted: no VMI; a start request turns it into Always and starts it', async () => {
@@ -374,7 +455,7 @@ describe('KubeVirt stand-in', () => {
       await untilVm(ns, 'vm', 'Stopped', (v) => v?.status?.printableStatus === 'Stopped');
       await standIns.idle();
       assert.equal(await vmi(ns, 'vm'), undefined);
-      await requestStateChange(client, ns, 'vm', [{ action: 'Start' }]);
+      await vmAction(client, ns, 'vm', 'start');
       const started = await untilVm(ns, 'vm', 'running', running);
       assert.equal(started?.spec.runStrategy, 'Always');
     });
@@ -386,9 +467,9 @@ describe('KubeVirt stand-in', () => {
       await untilVm(ns, 'vm', 'Stopped', (v) => v?.status?.printableStatus === 'Stopped');
       await standIns.idle();
       assert.equal(await vmi(ns, 'vm'), undefined);
-      await requestStateChange(client, ns, 'vm', [{ action: 'Start' }]);
-      const instance = await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
-      await requestStateChange(client, ns, 'vm', [{ action: 'Stop', uid: instance?.metadata.uid ?? '' }]);
+      await vmAction(client, ns, 'vm', 'start');
+      await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
+      await vmAction(client, ns, 'vm', 'stop');
       await untilVmi(ns, 'vm', 'VMI gone', gone);
       const stopped = await untilVm(ns, 'vm', 'Stopped', (v) => v?.status?.printableStatus === 'Stopped');
       assert.equal(stopped?.spec.runStrategy, 'Manual');

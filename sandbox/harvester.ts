@@ -1,0 +1,59 @@
+// Harvester's control plane: a real kube-apiserver, kube-controller-manager and (with KubeVirt)
+// kube-scheduler, Harvester's resource definitions, and KubeVirt's own virt-api and
+// virt-controller (sandbox/kubevirt) with their CRDs in place of the sandbox's reduced ones. The
+// stand-ins (sandbox/standins) are started on top by the caller.
+import type { KubeClient } from '../src/kube/client.js';
+import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
+import { installCrds } from './crds/install.js';
+import { KubeVirt } from './kubevirt/kubevirt.js';
+
+/** The sandbox's reduced kubevirt.io CRDs: left out where KubeVirt's own are installed. */
+const OWN_KUBEVIRT_GROUP = 'kubevirt.io';
+
+export interface HarvesterOptions {
+  name?: string;
+  /** Runs KubeVirt's virt-api and virt-controller, and kube-scheduler (default true). */
+  kubevirt?: boolean;
+}
+
+export interface HarvesterControlPlane {
+  cp: ControlPlane;
+  /** With HarvesterOptions.kubevirt: the running components. */
+  kubevirt: KubeVirt | undefined;
+  /** For the stand-ins' virt-handler (StandInOptions.virtHandlerClient). */
+  virtHandlerClient: KubeClient | undefined;
+  /** Stops KubeVirt, then the control plane. */
+  stop(): Promise<void>;
+}
+
+export async function startHarvester(opts: HarvesterOptions = {}): Promise<HarvesterControlPlane> {
+  const kubevirt = opts.kubevirt === false ? undefined : await KubeVirt.prepare();
+  // CRDs go in before kube-controller-manager starts, so its garbage collector knows them.
+  const cp = await startControlPlane({
+    name: opts.name ?? 'harvester',
+    scheduler: kubevirt !== undefined,
+    beforeControllerManager: async (admin) => {
+      await Promise.all([
+        installCrds(admin, 'harvester', 30_000, kubevirt ? { without: [OWN_KUBEVIRT_GROUP] } : {}),
+        kubevirt?.installCrds(admin),
+      ]);
+    },
+  });
+  try {
+    await kubevirt?.start(cp);
+    const virtHandlerClient = await kubevirt?.virtHandlerClient(cp);
+    return {
+      cp,
+      kubevirt,
+      virtHandlerClient,
+      stop: async () => {
+        await kubevirt?.stop(cp.admin);
+        await cp.stop();
+      },
+    };
+  } catch (err) {
+    await kubevirt?.stop(cp.admin);
+    await cp.stop();
+    throw err;
+  }
+}
