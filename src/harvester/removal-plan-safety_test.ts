@@ -11,15 +11,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { runningVmiArb } from './testing/vmi-arbitrary.js';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { planRemoval, removedPvcsAnnotationValue, type RemovalInputs } from './removal-plan.js';
-import type {
-  PersistentVolumeClaim,
-  VMIVolumeStatus,
-  VirtualMachine,
-  VirtualMachineInstance,
-  Volume,
-} from './types.js';
+import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance, Volume } from './types.js';
 
 /** Kubernetes' rule for PVC names, written here apart from the implementation. */
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -135,37 +130,14 @@ function vm(name: string, namespace: string, volumes: Volume[], deleting = false
  * volume of that name; an entry for no volume of the spec is a hot-plug known only there.
  */
 function vmiArb(w: World, template: Volume[]): fc.Arbitrary<VirtualMachineInstance | undefined> {
-  const statusEntry = (volumes: Volume[]): fc.Arbitrary<VMIVolumeStatus> =>
-    fc
-      .record({
-        name: fc.constantFrom(...VOLUME_NAMES),
-        hot: fc.boolean(),
-        orphanClaim: fc.option(fc.constantFrom(...w.claims, ...w.hostileClaims), { nil: undefined }),
-      })
-      .map(({ name, hot, orphanClaim }) => {
-        const volume = volumes.find((v) => v.name === name);
-        const claimName = volume
-          ? (volume.persistentVolumeClaim?.claimName ?? volume.dataVolume?.name)
-          : orphanClaim;
-        return {
-          name,
-          ...(claimName ? { persistentVolumeClaimInfo: { claimName } } : {}),
-          ...(hot ? { hotplugVolume: { attachPodName: `hp-${name}` } } : {}),
-        };
-      });
-  const withStatus = (volumes: Volume[]): fc.Arbitrary<VirtualMachineInstance> =>
-    fc.uniqueArray(statusEntry(volumes), { maxLength: 4, selector: (s) => s.name }).map((volumeStatus) => ({
-      metadata: { name: w.vmName, namespace: w.namespaces[0] ?? '' },
-      spec: { domain: { devices: {} }, volumes },
-      status: { phase: 'Running' as const, volumeStatus },
-    }));
-  return fc.option(
-    fc.oneof(
-      { weight: 3, arbitrary: withStatus(template) },
-      { weight: 1, arbitrary: volumesArb(w, 5).chain(withStatus) },
-    ),
-    { nil: undefined },
-  );
+  return runningVmiArb({
+    name: w.vmName,
+    namespace: w.namespaces[0] ?? '',
+    volumeNames: VOLUME_NAMES,
+    orphanClaims: fc.option(fc.constantFrom(...w.claims, ...w.hostileClaims), { nil: undefined }),
+    template,
+    otherVolumes: volumesArb(w, 5),
+  });
 }
 
 function pvcArb(w: World, namespaces = w.namespaces): fc.Arbitrary<PersistentVolumeClaim> {
@@ -276,9 +248,7 @@ describe('planRemoval: safety over random worlds', () => {
           ),
         ]);
         const here = new Set(
-          c.inputs.pvcs
-            .filter((p) => p.metadata.namespace === home(c))
-            .map((p) => p.metadata.name),
+          c.inputs.pvcs.filter((p) => p.metadata.namespace === home(c)).map((p) => p.metadata.name),
         );
         const labelled = (name: string): boolean =>
           c.inputs.removeAll &&

@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { runningVmiArb } from './testing/vmi-arbitrary.js';
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { planRemoval, type RemovalInputs } from './removal-plan.js';
 import { claimsToRead, guestClusterSelector, readForRemoval, type RemovalReader } from './removal-reads.js';
@@ -126,39 +127,14 @@ function volumesArb(claims: string[], max: number): fc.Arbitrary<Volume[]> {
 
 /** The running instance: the template's volumes or others, and hot-plugs known from its status only. */
 function vmiArb(claims: string[], template: Volume[]): fc.Arbitrary<VirtualMachineInstance | undefined> {
-  const entry = (volumes: Volume[]) =>
-    fc
-      .record({
-        name: fc.constantFrom(...VOLUME_NAMES),
-        hot: fc.boolean(),
-        orphan: fc.constantFrom(...claims),
-      })
-      .map(({ name, hot, orphan }) => {
-        const volume = volumes.find((v) => v.name === name);
-        const claimName = volume
-          ? (volume.persistentVolumeClaim?.claimName ?? volume.dataVolume?.name)
-          : orphan;
-        return {
-          name,
-          ...(claimName ? { persistentVolumeClaimInfo: { claimName } } : {}),
-          ...(hot ? { hotplugVolume: { attachPodName: `hp-${name}` } } : {}),
-        };
-      });
-  const withStatus = (volumes: Volume[]) =>
-    fc
-      .uniqueArray(entry(volumes), { maxLength: 4, selector: (s) => s.name })
-      .map((volumeStatus): VirtualMachineInstance => ({
-        metadata: { name: TARGET, namespace: NS },
-        spec: { domain: { devices: {} }, volumes },
-        status: { phase: 'Running', volumeStatus },
-      }));
-  return fc.option(
-    fc.oneof(
-      { weight: 3, arbitrary: withStatus(template) },
-      { weight: 1, arbitrary: volumesArb(claims, 4).chain(withStatus) },
-    ),
-    { nil: undefined },
-  );
+  return runningVmiArb({
+    name: TARGET,
+    namespace: NS,
+    volumeNames: VOLUME_NAMES,
+    orphanClaims: fc.constantFrom(...claims),
+    template,
+    otherVolumes: volumesArb(claims, 4),
+  });
 }
 
 interface Case {
