@@ -29,6 +29,7 @@ import { silentLogger } from '../src/log/logger.js';
 import { startSandbox, type Sandbox } from '../sandbox/sandbox.js';
 import { Finalizers } from '../sandbox/standins/names.js';
 import { machineFlags } from '../test/support/machines.js';
+import { recordedVolume } from '../test/support/volumes.js';
 import { startByteCounter, type ByteCounter } from './support/byte-counter.js';
 import { GoPollingDriver } from './support/go-polling-baseline.js';
 
@@ -268,9 +269,11 @@ class Bench {
   /** Rancher's whole-cluster deletion of this machine: a workload volume hot-plugged, one unattached, the VM marked. */
   async markWholeCluster(name: string): Promise<void> {
     const { csi } = this.sandbox.standIns;
-    const hot = await csi.createVolume({ namespace: NS, guestCluster: CLUSTER, size: '1Gi' });
+    const { admin } = this.sandbox.harvester;
+    // Labelled for the cluster as the cleanup controller records a guest's volumes.
+    const hot = await recordedVolume(csi, admin, { namespace: NS, cluster: CLUSTER, size: '1Gi' });
     await csi.hotplug({ namespace: NS, vmName: name, pvcName: hot });
-    await csi.createVolume({ namespace: NS, guestCluster: CLUSTER, size: '1Gi' });
+    await recordedVolume(csi, admin, { namespace: NS, cluster: CLUSTER, size: '1Gi' });
     await this.sandbox.harvester.admin.patch(
       Resources.virtualMachine,
       { namespace: NS, name },

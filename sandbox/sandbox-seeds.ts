@@ -27,8 +27,9 @@ export const DRIVER_CLUSTER_ROLE = 'harvester-machine-driver-cluster';
 /**
  * Exactly what the driver does (src/driver/harvester-api.ts) and what Rancher's cleanup
  * handler does with the same credential (an Update of the VM), and what the cleanup
- * controller does with it after a whole-cluster deletion (list and delete the guest
- * cluster's load balancers): nothing else.
+ * controller does with it (label the guest cluster's host volumes; after a whole-cluster
+ * deletion list and delete its load balancers and the volumes its VMs' removals left):
+ * nothing else.
  */
 export const DRIVER_RULES = [
   {
@@ -42,8 +43,15 @@ export const DRIVER_RULES = [
     resources: ['virtualmachines/start', 'virtualmachines/stop', 'virtualmachines/restart'],
     verbs: ['update'],
   },
-  // Volumes: read to plan a removal, delete the ones a whole-cluster removal owns.
-  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'delete'] },
+  // Volumes: read to plan a removal, delete the ones a whole-cluster removal owns; the cleanup
+  // controller labels each with its guest cluster (patch) and, once a deleted cluster's last VM
+  // is gone, checks that no pod uses one before it deletes it (docs/decisions/0015).
+  {
+    apiGroups: [''],
+    resources: ['persistentvolumeclaims'],
+    verbs: ['get', 'list', 'watch', 'patch', 'delete'],
+  },
+  { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
   // The cloud-init Secret of a VM (user data over 2048 bytes).
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
   // The address claims of --harvester-ip-pool-info (docs/decisions/0016-per-machine-addresses.md).

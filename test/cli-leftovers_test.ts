@@ -6,6 +6,7 @@
 // cluster's load balancers as going with the cluster, a plain dry run as kept. ls and inspect
 // show a machine's fixed address and its source; leftovers lists (and deletes) the address
 // claims whose VM is gone.
+import { recordedVolume } from './support/volumes.js';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -95,9 +96,9 @@ describe('leftovers', () => {
         service: { namespace: 'default', name: 'web' },
       })
     ).metadata.name;
-    world.deadVolume = await sandbox.standIns.csi.createVolume({
+    world.deadVolume = await recordedVolume(sandbox.standIns.csi, sandbox.harvester.admin, {
       namespace: ns,
-      guestCluster: 'dead',
+      cluster: 'dead',
       size: '1Gi',
     });
     // Made by cloud providers run without --cluster-name: labelled "kubernetes".
@@ -447,5 +448,42 @@ describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
     await cli.expect(0, ['rm', '-y', name]);
     const after = (await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0'])).stdout;
     assert.match(after, /No leftover address claims/);
+  });
+
+  it("lists the VMs of guest clusters Rancher no longer has (with --rancher-kubeconfig), deletes them only with --delete, never one of a cluster Rancher has", async () => {
+    const { sandbox } = fixture;
+    const { admin } = sandbox.harvester;
+    const here = 'orphan-vms';
+    await admin.create(Resources.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: here } });
+    await createMachineVm(admin, { instanceName: 'forgotten-m1', clusterName: 'forgotten', vmNamespace: here });
+    await createMachineVm(admin, { instanceName: 'kept-m1', clusterName: 'in-rancher', vmNamespace: here });
+    await sandbox.rancher.admin
+      .create(Resources.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet-default' } })
+      .catch(() => undefined);
+    await sandbox.rancher.admin.create<KubeObject>(Resources.provisioningCluster, {
+      apiVersion: 'provisioning.cattle.io/v1',
+      kind: 'Cluster',
+      metadata: { name: 'in-rancher', namespace: 'fleet-default' },
+      spec: {},
+    } as KubeObject);
+    const rancher = kubeconfigFile(dir, 'rancher', sandbox.kubeconfigs.rancherLocal);
+    const base = ['leftovers', '--kubeconfig', world.admin, '-n', here, '--min-age', '0'];
+    type VmReport = { virtualMachines: { orphaned?: Array<{ name: string; cluster: string }>; notChecked?: string } };
+
+    const blind = (await cli.expect(0, [...base, '-o', 'json'])).json<VmReport>();
+    assert.match(blind.virtualMachines.notChecked ?? '', /pass --rancher-kubeconfig/);
+    const listed = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher, '-o', 'json'])).json<VmReport>();
+    assert.deepEqual(
+      listed.virtualMachines.orphaned?.map((o) => `${o.name} ${o.cluster}`),
+      ['forgotten-m1 forgotten'],
+    );
+    const text = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher])).stdout;
+    assert.match(text, /VMs of guest clusters Rancher no longer has \(1\):\n {2}orphan-vms\/forgotten-m1 of guest cluster forgotten: /);
+    assert.ok(await admin.find(Resources.virtualMachine, { namespace: here, name: 'forgotten-m1' }), 'a dry run deletes nothing');
+
+    const deleted = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher, '--delete', '--yes'])).stdout;
+    assert.match(deleted, /Orphaned VMs: deleted 1, skipped 0, failed 0\./);
+    await vmGone('forgotten-m1', here);
+    assert.ok(await admin.find(Resources.virtualMachine, { namespace: here, name: 'kept-m1' }), "in-rancher's VM stays");
   });
 });

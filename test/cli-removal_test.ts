@@ -14,7 +14,7 @@ import { waitFor } from '../src/kube/wait.js';
 import { expireRancherToken } from '../sandbox/rancher/tokens.js';
 import type { RemovalPreview } from '../src/cli/removal-preview.js';
 import { useSandbox } from './support/sandbox-fixture.js';
-import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
+import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from './support/volumes.js';
 import { CliRunner, MACHINE_FLAGS, kubeconfigFile, tempDir } from './cli-harness.js';
 
 const fixture = useSandbox();
@@ -59,14 +59,14 @@ async function guestMachine(
   const boot = await vmPvcNames(admin, ns, name);
   for (const disk of boot) await waitPvcExists(admin, ns, disk);
   const hotplugged = [
-    await sandbox.standIns.csi.createVolume({ namespace: ns, guestCluster: cluster, size: '1Gi' }),
+    await recordedVolume(sandbox.standIns.csi, admin, { namespace: ns, cluster: cluster, size: '1Gi' }),
     await sandbox.standIns.csi.createVolume({ namespace: ns, size: '2Gi' }),
   ];
   for (const pvcName of hotplugged)
     await sandbox.standIns.csi.hotplug({ namespace: ns, vmName: name, pvcName });
-  const unattached = await sandbox.standIns.csi.createVolume({
+  const unattached = await recordedVolume(sandbox.standIns.csi, admin, {
     namespace: ns,
-    guestCluster: cluster,
+    cluster: cluster,
     size: '1Gi',
   });
   return { boot, hotplugged, unattached };
@@ -114,7 +114,7 @@ describe('rm --dry-run against rm', () => {
     assert.match(
       text,
       new RegExp(
-        `  PersistentVolumeClaim default/${a.unattached}\\n      why: labelled guestcluster\\.harvesterhci\\.io/name=rm-whole`,
+        `  PersistentVolumeClaim default/${a.unattached}\\n      why: labelled guestcluster\\.harvesterhci\\.io/name=rm-whole \\(the guest's PersistentVolume ${a.unattached} \\(claim default/data-\\w+\\) names it; recorded by harvester-machine-controller at \\S+ by its watch\\)`,
       ),
     );
     assert.match(text, /Nothing was changed\.\n$/);

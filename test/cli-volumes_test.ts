@@ -11,7 +11,7 @@ import type { VirtualMachine, VirtualMachineInstance } from '../src/harvester/ty
 import { referencedClaims } from '../src/harvester/removal-plan.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { useSandbox } from './support/sandbox-fixture.js';
-import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
+import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from './support/volumes.js';
 import { CliRunner, MACHINE_FLAGS, kubeconfigFile, tempDir } from './cli-harness.js';
 
 const fixture = useSandbox();
@@ -88,7 +88,11 @@ describe('volumes orphaned', () => {
     for (const disk of world.liveBoot) await waitPvcExists(admin, ns, disk);
     world.hotpluggedLive = await csi.createVolume({ namespace: ns, size: '1Gi' });
     await csi.hotplug({ namespace: ns, vmName: live, pvcName: world.hotpluggedLive });
-    world.detachedLive = await csi.createVolume({ namespace: ns, guestCluster: 'vol-live', size: '1Gi' });
+    world.detachedLive = await recordedVolume(csi, admin, {
+      namespace: ns,
+      cluster: 'vol-live',
+      size: '1Gi',
+    });
     world.eventTiedLive = await csi.createVolume({ namespace: ns, size: '3Gi' });
     await admin.create(Resources.event, {
       apiVersion: 'v1',
@@ -135,12 +139,20 @@ describe('volumes orphaned', () => {
       '--harvester-cluster-name=vol-gone',
       ...MACHINE_FLAGS,
     ]);
-    world.leakedLabelled = await csi.createVolume({ namespace: ns, guestCluster: 'vol-gone', size: '2Gi' });
+    world.leakedLabelled = await recordedVolume(csi, admin, {
+      namespace: ns,
+      cluster: 'vol-gone',
+      size: '2Gi',
+    });
     world.leakedUnlabelled = await csi.createVolume({ namespace: ns, size: '4Gi' });
     for (const pvcName of [world.leakedLabelled, world.leakedUnlabelled])
       await csi.hotplug({ namespace: ns, vmName: gone, pvcName });
     await cli.expect(0, ['rm', '--yes', gone]);
-    world.neverAttached = await csi.createVolume({ namespace: ns, guestCluster: 'vol-gone2', size: '1Gi' });
+    world.neverAttached = await recordedVolume(csi, admin, {
+      namespace: ns,
+      cluster: 'vol-gone2',
+      size: '1Gi',
+    });
 
     const report = (
       await cli.expect(0, [

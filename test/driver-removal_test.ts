@@ -15,7 +15,7 @@ import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { newMachine, tempStore } from './support/machines.js';
-import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
+import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from './support/volumes.js';
 
 const fixture = useSandbox();
 const store = tempStore();
@@ -44,14 +44,14 @@ async function guestMachine(
   const bootDisks = await vmPvcNames(admin, ns, name);
   for (const disk of bootDisks) await waitPvcExists(admin, ns, disk);
   const workload = [
-    await sandbox.standIns.csi.createVolume({ namespace: ns, guestCluster: cluster, size: '1Gi' }),
+    await recordedVolume(sandbox.standIns.csi, admin, { namespace: ns, cluster: cluster, size: '1Gi' }),
     await sandbox.standIns.csi.createVolume({ namespace: ns, size: '2Gi' }),
   ];
   for (const pvcName of workload)
     await sandbox.standIns.csi.hotplug({ namespace: ns, vmName: name, pvcName });
-  const unattached = await sandbox.standIns.csi.createVolume({
+  const unattached = await recordedVolume(sandbox.standIns.csi, admin, {
     namespace: ns,
-    guestCluster: cluster,
+    cluster: cluster,
     size: '1Gi',
   });
   return { name, bootDisks, workload, unattached, driver, log };
@@ -163,9 +163,9 @@ describe('removal beside other guest clusters (ADR 0018)', () => {
       },
     });
     for (let i = 1; i <= 4; i++) {
-      const pvc = await sandbox.standIns.csi.createVolume({
+      const pvc = await recordedVolume(sandbox.standIns.csi, admin, {
         namespace: ns,
-        guestCluster: `other${i}`,
+        cluster: `other${i}`,
         size: '1Gi',
       });
       await admin.create(

@@ -8,9 +8,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
-import { isAlreadyExists } from '../../src/kube/errors.js';
-import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
-import { waitFor } from '../../src/kube/wait.js';
+import type { KubeObject, ResourceType } from '../../src/kube/resources.js';
+import { createOrReplace, installEstablished } from '../crds/install.js';
 import { SandboxResources } from './resources.js';
 
 export interface WebhookEndpoint {
@@ -102,19 +101,6 @@ export async function clusterApiWebhooks(
   return out;
 }
 
-async function replace(admin: KubeClient, type: ResourceType, object: KubeObject): Promise<void> {
-  try {
-    await admin.create(type, object);
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-    const current = await admin.get(type, { name: object.metadata.name });
-    await admin.update(type, {
-      ...object,
-      metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion },
-    });
-  }
-}
-
 /** The CRDs, Established; install them before kube-controller-manager starts (its garbage collector). */
 export async function installClusterApiCrds(
   admin: KubeClient,
@@ -122,20 +108,10 @@ export async function installClusterApiCrds(
   endpoint: WebhookEndpoint,
   timeoutMs = 30_000,
 ): Promise<string[]> {
-  const crds = await clusterApiCrds(crdDir, endpoint);
-  for (const crd of crds) await replace(admin, Resources.crd, crd);
-  for (const crd of crds) {
-    const name = crd.metadata.name;
-    await waitFor<Crd>(admin, {
-      type: Resources.crd,
-      name,
-      timeoutMs,
-      description: `CRD ${name} to be Established`,
-      until: (o) =>
-        o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
-    });
-  }
-  return crds.map((c) => c.metadata.name);
+  return installEstablished(admin, await clusterApiCrds(crdDir, endpoint), {
+    timeoutMs,
+    existing: 'replace',
+  });
 }
 
 /** The admission webhooks: registered only once the manager serves them (failurePolicy Fail). */
@@ -145,7 +121,7 @@ export async function installClusterApiWebhooks(
   endpoint: WebhookEndpoint,
 ): Promise<string[]> {
   const configs = await clusterApiWebhooks(manifest, endpoint);
-  for (const { type, object } of configs) await replace(admin, type, object);
+  for (const { type, object } of configs) await createOrReplace(admin, type, object);
   return configs.map((c) => c.object.metadata.name);
 }
 

@@ -42,6 +42,8 @@ export interface ControlPlane {
   readonly server: string;
   readonly caPem: string;
   readonly pki: Pki;
+  /** Its etcd's client URL (a guest cluster's apiserver can keep its objects there: guest-apiserver.ts). */
+  readonly etcdUrl: string;
   /** Admin (system:masters) kubeconfig, as YAML text. */
   readonly adminKubeconfig: string;
   /** A client for the admin kubeconfig, closed by stop(). */
@@ -224,6 +226,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       server,
       caPem: pki.caPem,
       pki,
+      etcdUrl: etcd.url,
       adminKubeconfig,
       admin,
       startApiserver,
@@ -291,7 +294,7 @@ async function startEtcd(
   return { process: proc, url };
 }
 
-async function failIfExited(proc: ManagedProcess, step: string): Promise<void> {
+export async function failIfExited(proc: ManagedProcess, step: string): Promise<void> {
   const exited = await Promise.race([proc.exited, sleep(0).then(() => undefined)]);
   if (exited === undefined) return;
   const tail = proc.tail();
@@ -302,7 +305,7 @@ async function failIfExited(proc: ManagedProcess, step: string): Promise<void> {
 }
 
 /** Startup has no object to watch, so readiness is a short poll of /readyz. */
-async function waitReady(admin: KubeClient, proc: ManagedProcess, timeoutMs: number): Promise<void> {
+export async function waitReady(admin: KubeClient, proc: ManagedProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: string;
   for (;;) {

@@ -4,8 +4,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../../src/kube/client.js';
+import { keyOf } from '../../src/api/object-key.js';
 import { isAlreadyExists } from '../../src/kube/errors.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { repoRoot } from '../control-plane/binaries.js';
 
@@ -55,26 +56,60 @@ export async function installCrds(
   timeoutMs = 30_000,
   selection: CrdSelection = {},
 ): Promise<string[]> {
-  const crds = await loadCrds(set, selection);
+  return installEstablished(admin, await loadCrds(set, selection), { timeoutMs, existing: 'keep' });
+}
+
+/**
+ * Creates the object, or replaces the one already there (so a restarted sandbox with new ports
+ * and a new CA is pointed right).
+ */
+export async function createOrReplace(admin: KubeClient, type: ResourceType, object: KubeObject): Promise<void> {
+  try {
+    await admin.create(type, object);
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+    const current = await admin.get(type, keyOf(object));
+    await admin.update(type, {
+      ...object,
+      metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion },
+    });
+  }
+}
+
+/**
+ * Installs CRDs and waits, by watch, until each is Established: our own (`existing: 'keep'`, the
+ * file's content is the same) or a component's generated ones (`'replace'`: webhook URLs move).
+ */
+export async function installEstablished(
+  admin: KubeClient,
+  crds: KubeObject[],
+  opts: { timeoutMs: number; existing: 'keep' | 'replace' },
+): Promise<string[]> {
   for (const crd of crds) {
+    if (opts.existing === 'replace') {
+      await createOrReplace(admin, Resources.crd, crd);
+      continue;
+    }
     try {
       await admin.create(Resources.crd, crd);
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
     }
   }
-  for (const crd of crds) {
-    const name = crd.metadata.name;
-    await waitFor<Crd>(admin, {
-      type: Resources.crd,
-      name,
-      description: `CRD ${name} to be Established`,
-      timeoutMs,
-      until: (o) => o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
-      describeState: (o) =>
-        (o?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.message ? ` (${c.message})` : ''}`).join(', ') ||
-        'no conditions yet',
-    });
-  }
+  await Promise.all(
+    crds.map((crd) => {
+      const name = crd.metadata.name;
+      return waitFor<Crd>(admin, {
+        type: Resources.crd,
+        name,
+        description: `CRD ${name} to be Established`,
+        timeoutMs: opts.timeoutMs,
+        until: (o) => o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
+        describeState: (o) =>
+          (o?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.message ? ` (${c.message})` : ''}`).join(', ') ||
+          'no conditions yet',
+      });
+    }),
+  );
   return crds.map((c) => c.metadata.name);
 }

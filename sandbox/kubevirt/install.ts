@@ -6,9 +6,8 @@
 // sandbox with new ports and a new CA is pointed right.
 import type { KubeClient } from '../../src/kube/client.js';
 import { keyOf } from '../../src/api/object-key.js';
-import { isAlreadyExists } from '../../src/kube/errors.js';
-import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
-import { waitFor } from '../../src/kube/wait.js';
+import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { createOrReplace, installEstablished } from '../crds/install.js';
 import { installKubeVirtCr } from './kubevirt-cr.js';
 import {
   apiServicesAt,
@@ -20,26 +19,9 @@ import {
 import { KubeVirtResources } from './resources.js';
 import { KUBEVIRT_NAMESPACE } from './version.js';
 
-interface Established extends KubeObject {
-  status?: { conditions?: Array<{ type: string; status: string; message?: string }> };
-}
-
 /** virt-api's CA bundle ConfigMap (virt-operator components.KubeVirtCASecretName / CABundleKey). */
 const KUBEVIRT_CA_CONFIGMAP = 'kubevirt-ca';
 const CA_BUNDLE_KEY = 'ca-bundle';
-
-async function replace(admin: KubeClient, type: ResourceType, object: KubeObject): Promise<void> {
-  try {
-    await admin.create(type, object);
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-    const current = await admin.get(type, keyOf(object));
-    await admin.update(type, {
-      ...object,
-      metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion },
-    });
-  }
-}
 
 /** The CRDs, Established; run it before kube-controller-manager starts. */
 export async function installKubeVirtCrds(
@@ -47,21 +29,7 @@ export async function installKubeVirtCrds(
   manifests: KubeVirtManifests,
   timeoutMs = 60_000,
 ): Promise<string[]> {
-  await Promise.all(manifests.crds.map((crd) => replace(admin, Resources.crd, crd)));
-  await Promise.all(
-    manifests.crds.map((crd) => {
-      const { name } = crd.metadata;
-      return waitFor<Established>(admin, {
-        type: Resources.crd,
-        name,
-        timeoutMs,
-        description: `CRD ${name} to be Established`,
-        until: (o) =>
-          o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
-      });
-    }),
-  );
-  return manifests.crds.map((c) => c.metadata.name);
+  return installEstablished(admin, manifests.crds, { timeoutMs, existing: 'replace' });
 }
 
 /** Everything but the webhooks and APIServices: what virt-api and virt-controller need to start. */
@@ -70,20 +38,20 @@ export async function installKubeVirt(
   manifests: KubeVirtManifests,
   caPem: string,
 ): Promise<void> {
-  await replace(admin, Resources.namespace, {
+  await createOrReplace(admin, Resources.namespace, {
     apiVersion: 'v1',
     kind: 'Namespace',
     metadata: { name: KUBEVIRT_NAMESPACE },
   });
   // Roles before their bindings: the order virt-operator's generators give.
-  for (const { type, object } of manifests.rbac) await replace(admin, type, object);
-  await replace(admin, Resources.configMap, {
+  for (const { type, object } of manifests.rbac) await createOrReplace(admin, type, object);
+  await createOrReplace(admin, Resources.configMap, {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { namespace: KUBEVIRT_NAMESPACE, name: KUBEVIRT_CA_CONFIGMAP },
     data: { [CA_BUNDLE_KEY]: caPem },
   } as KubeObject);
-  await replace(admin, KubeVirtResources.service, virtApiService(manifests));
+  await createOrReplace(admin, KubeVirtResources.service, virtApiService(manifests));
   await installKubeVirtCr(admin);
 }
 
@@ -93,8 +61,9 @@ export async function registerVirtApi(
   manifests: KubeVirtManifests,
   endpoint: VirtApiEndpoint,
 ): Promise<void> {
-  for (const { type, object } of webhooksAt(manifests, endpoint)) await replace(admin, type, object);
-  for (const s of apiServicesAt(manifests, endpoint)) await replace(admin, KubeVirtResources.apiService, s);
+  for (const { type, object } of webhooksAt(manifests, endpoint)) await createOrReplace(admin, type, object);
+  for (const s of apiServicesAt(manifests, endpoint))
+    await createOrReplace(admin, KubeVirtResources.apiService, s);
 }
 
 /** Deregisters them first when virt-api stops, so the apiserver does not call a server that is gone. */

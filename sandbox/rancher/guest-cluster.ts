@@ -48,8 +48,12 @@ export interface GuestClusterSpec {
    * another name as a copied or Terraform-made cluster may carry; null for none.
    */
   cloudProviderClusterName?: string | null;
-  /** The guest's apiserver as Cluster API reaches it (`<cluster>-kubeconfig`): where its nodes register. */
-  downstreamKubeconfig: string;
+  /**
+   * The guest's apiserver as Cluster API reaches it (`<cluster>-kubeconfig`): where its nodes
+   * register. Absent: Rancher's stand-in starts the guest's own apiserver and writes the Secret
+   * (its guestApiservers option).
+   */
+  downstreamKubeconfig?: string;
   /** How long to wait for every Machine to be Running (default 120 s). */
   timeoutMs?: number;
   /** Ends the wait for Running early (a caller that saw a create job fail); rejects with its reason. */
@@ -106,18 +110,19 @@ export async function createGuestCluster(
     { apiVersion: 'provisioning.cattle.io/v1', kind: 'Cluster', name, uid: pc.metadata.uid ?? '' },
   ];
   // Rancher's kubeconfig manager writes it for Cluster API (label and type as clusterctl's).
-  await rancher.create<KubeObject>(Resources.secret, {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: 'cluster.x-k8s.io/secret',
-    metadata: {
-      name: `${name}-kubeconfig`,
-      namespace,
-      labels: { [CAPI_LABEL_CLUSTER_NAME]: name },
-      ownerReferences: ownedByCluster,
-    },
-    data: { value: Buffer.from(spec.downstreamKubeconfig).toString('base64') },
-  } as KubeObject);
+  if (spec.downstreamKubeconfig !== undefined)
+    await rancher.create<KubeObject>(Resources.secret, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'cluster.x-k8s.io/secret',
+      metadata: {
+        name: `${name}-kubeconfig`,
+        namespace,
+        labels: { [CAPI_LABEL_CLUSTER_NAME]: name },
+        ownerReferences: ownedByCluster,
+      },
+      data: { value: Buffer.from(spec.downstreamKubeconfig).toString('base64') },
+    } as KubeObject);
   // Rancher's infrastructure cluster and control plane objects (Cluster API v1.13's webhook
   // requires a Cluster to name one of them); the stand-in makes them ready.
   await rancher.create<KubeObject>(SandboxResources.rkeCluster, {

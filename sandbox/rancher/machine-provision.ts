@@ -46,8 +46,8 @@ import type {
 
 export interface MachineProvisionDeps {
   rancher: KubeClient;
-  /** The guest clusters' apiserver, where their nodes register. */
-  downstream: KubeClient;
+  /** The guest cluster's apiserver, where its nodes register (through its `<cluster>-kubeconfig`). */
+  downstream(namespace: string, cluster: string): Promise<KubeClient>;
   machine(namespace: string, name: string): StandInMachine | undefined;
   capiCluster(
     namespace: string,
@@ -194,7 +194,9 @@ export class MachineProvision {
   /** The guest's node joins its cluster; machinenodelookup copies its providerID and addresses. */
   private async registerNode(hm: StandInHarvesterMachine, machine: StandInMachine): Promise<void> {
     const key = formatKey(keyOf(hm));
-    const providerID = await registerGuestNode(this.deps.downstream, {
+    const cluster = machine.spec?.clusterName ?? hm.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] ?? '';
+    const downstream = await this.deps.downstream(hm.metadata.namespace ?? '', cluster);
+    const providerID = await registerGuestNode(downstream, {
       hostname: rancherInstanceName(hm.metadata.name),
       machineUid: machine.metadata.uid ?? '',
       addresses: this.addresses.get(key) ?? [],

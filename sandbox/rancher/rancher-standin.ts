@@ -32,6 +32,8 @@ import type { CreateJob, JobRun, RemovalJob } from './rancher-jobs.js';
 import { FINALIZER_PROVISIONING_CLUSTER, savedDriverConfig } from './guest-cluster.js';
 import { machineStateSecret } from './machine-state.js';
 import { driverRemovalJob } from './removal-job.js';
+import { declareGuestControlPlanes, type GuestControlPlanes } from './guest-control-planes.js';
+import { GuestKubeconfigs } from './guest-kubeconfigs.js';
 
 export { credentialEnv, credentialEnvName } from './rancher-jobs.js';
 export type { CreateJob, JobContext, JobRun, RemovalJob, RemovalJobContext } from './rancher-jobs.js';
@@ -47,8 +49,11 @@ export interface RancherStandInOptions {
   backoffLimit?: number;
   /** Pause between rm runs (Kubernetes' Job backoff starts at 10 s; short here). */
   retryDelayMs?: number;
-  /** Where the guest clusters' nodes register: the apiserver their `<cluster>-kubeconfig` names. */
-  downstream?: KubeClient;
+  /**
+   * Starts each guest cluster's own apiserver on this etcd and writes its `<cluster>-kubeconfig`
+   * (guest-control-planes.ts); without it, the Secret is the test's (createGuestCluster writes it).
+   */
+  guestApiservers?: { etcdUrl: string };
   logger?: Logger;
 }
 
@@ -57,6 +62,8 @@ export interface RancherStandIn {
   readonly runs: JobRun[];
   /** The rm runs only. */
   readonly removals: JobRun[];
+  /** With guestApiservers: the guest clusters' apiservers. */
+  readonly guestControlPlanes: GuestControlPlanes | undefined;
   stop(): Promise<void>;
 }
 
@@ -212,10 +219,11 @@ export async function startRancherStandIn(
     queueDefaults: { baseDelayMs: 100, maxDelayMs: 2000 },
   });
   const caches = rancherCaches(manager, options.namespace);
+  const guests = new GuestKubeconfigs(rancher);
   // The queue calls the provisioner, which requeues through the queue (on a job's end).
   const provision = new MachineProvision({
     rancher,
-    downstream: options.downstream ?? rancher,
+    downstream: (namespace, cluster) => guests.client(namespace, cluster),
     machine: (ns, name) => caches.machines.get(objectKey(ns, name)),
     capiCluster: (ns, name) => caches.clusters.get(objectKey(ns, name)),
     provisioningCluster: (ns, name) => caches.provisioning.get(objectKey(ns, name)),
@@ -252,6 +260,13 @@ export async function startRancherStandIn(
     .watch(caches.clusters, (e) =>
       caches.infra.list((o) => o.metadata.namespace === e.object.metadata.namespace).map(keyOf),
     );
+  const guestControlPlanes = options.guestApiservers
+    ? declareGuestControlPlanes(manager, caches.provisioning, {
+        rancher,
+        etcdUrl: options.guestApiservers.etcdUrl,
+        logger,
+      })
+    : undefined;
   await manager.start();
 
   return {
@@ -259,10 +274,13 @@ export async function startRancherStandIn(
     get removals() {
       return provision.runs.filter((r) => r.kind === 'remove');
     },
+    guestControlPlanes,
     stop: async () => {
       manager.halt();
       await provision.running();
       await manager.stop();
+      await guestControlPlanes?.stop();
+      guests.close();
     },
   };
 }

@@ -18,11 +18,15 @@ import { waitFor } from '../../src/kube/wait.js';
 import { machineDeploymentName } from '../../src/rancher/names.js';
 import { createGuestCluster, type GuestMachine } from '../rancher/guest-cluster.js';
 import { ensureGuestLoadBalancer, ensureIpPool } from '../standins/cloud-provider.js';
-import { csiStandIn } from '../standins/csi/csi.js';
+import { csiStandIn, type CreatedVolume } from '../standins/csi/csi.js';
+import { GuestKubeconfigs } from '../rancher/guest-kubeconfigs.js';
 import { readBinaries, readJobs, type JobRecord } from './rancher-side.js';
 import type { Session } from './state.js';
 
 export type Say = (who: string, line: string) => void;
+
+const fmtClaim = (v: CreatedVolume): string =>
+  v.guestClaim ? `${v.guestClaim.namespace}/${v.guestClaim.name}` : '?';
 
 export class CommandError extends Error {}
 
@@ -121,8 +125,7 @@ export async function createCluster(
       clusterCredential: cc,
       pools: [{ name: opts.pool, quantity: opts.machines }],
       vmNamespace: s.state.seeds.namespace,
-      // The guest's apiserver as Cluster API reaches it: where its nodes register (Rancher's local cluster).
-      downstreamKubeconfig: s.kubeconfig('RANCHER_KUBECONFIG'),
+      // No downstreamKubeconfig: `up` starts the guest's own apiserver and writes <cluster>-kubeconfig.
       timeoutMs: opts.timeoutMs,
     });
   } catch (err) {
@@ -160,19 +163,27 @@ export async function workloadVolume(
   const namespace = s.state.seeds.namespace;
   const vms = await clusterVms(s, opts.cluster);
   if (vms.length === 0) throw new CommandError(`guest cluster ${opts.cluster} has no VM in ${namespace}`);
+  const vm = opts.vm ?? vms[0]?.metadata.name ?? '';
+  if (!opts.unattached && !vms.some((v) => v.metadata.name === vm))
+    throw new CommandError(`VM ${vm} is not a VM of guest cluster ${opts.cluster}`);
   const csi = csiStandIn(s.harvester);
+  const guests = new GuestKubeconfigs(s.rancher);
+  let created: CreatedVolume;
+  try {
+    // The guest's PVC and PV go into its own apiserver, as its external-provisioner makes them.
+    const guest = await guests.client(s.state.fleetNamespace, opts.cluster);
+    created = await csi.provision({ namespace, size: opts.size, guest });
+  } finally {
+    guests.close();
+  }
+  const pvc = created.hostPvc;
   if (opts.unattached) {
-    const pvc = await csi.createVolume({ namespace, size: opts.size, guestCluster: opts.cluster });
     say(
       'CSI',
-      `${opts.cluster}: a ${opts.size} volume of a stopped workload: host volume ${namespace}/${pvc}, labelled ${LABEL_GUEST_CLUSTER_NAME}=${opts.cluster}, attached to no VM`,
+      `${opts.cluster}: a ${opts.size} volume of a stopped workload: host volume ${namespace}/${pvc} (no label, as the released driver makes it), attached to no VM; in the guest, PersistentVolume ${created.guestPv ?? '?'} bound to claim ${fmtClaim(created)}`,
     );
     return;
   }
-  const vm = opts.vm ?? vms[0]?.metadata.name ?? '';
-  if (!vms.some((v) => v.metadata.name === vm))
-    throw new CommandError(`VM ${vm} is not a VM of guest cluster ${opts.cluster}`);
-  const pvc = await csi.createVolume({ namespace, size: opts.size });
   await csi.hotplug({ namespace, vmName: vm, pvcName: pvc });
   await waitFor<VirtualMachine & KubeObject>(s.harvester, {
     type: Resources.virtualMachine,
@@ -185,7 +196,7 @@ export async function workloadVolume(
   });
   say(
     'CSI',
-    `${opts.cluster}: a ${opts.size} workload PVC on the Harvester storage class: host volume ${namespace}/${pvc}, hot-plugged into VM ${namespace}/${vm}`,
+    `${opts.cluster}: a ${opts.size} workload PVC on the Harvester storage class: host volume ${namespace}/${pvc}, hot-plugged into VM ${namespace}/${vm}; in the guest, PersistentVolume ${created.guestPv ?? '?'} bound to claim ${fmtClaim(created)}`,
   );
 }
 

@@ -229,6 +229,8 @@ export async function startRancherSide(
     createJob,
     removalJob,
     retryDelayMs: opts.retryDelayMs,
+    // Each guest cluster its own apiserver, on Rancher's etcd (sandbox/control-plane/guest-apiserver.ts).
+    guestApiservers: { etcdUrl: rancher.etcdUrl },
     logger: opts.logger.child({ component: 'rancher-standin' }),
   });
   return {

@@ -1,12 +1,15 @@
-// The CSI driver's host-side calls and KubeVirt's declarative hot-plug
-// (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes).
+// The CSI driver's host-side calls, the guest side in each guest's own apiserver, and
+// KubeVirt's declarative hot-plug (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
 import { csiStandIn, hostVolumeSize } from './csi/csi.js';
-import { ExtraResources, Labels } from './names.js';
+import { ExtraResources } from './names.js';
+import { HARVESTER_CSI_DRIVER } from '../../src/harvester/guest-volumes.js';
+import type { PersistentVolume } from '../../src/api/core.js';
+import { residentMiB, startGuestApiserver } from '../control-plane/guest-apiserver.js';
 import { driverVm, gone, useHarvester, waitUntil } from './testing.js';
 import type { PersistentVolumeClaim, Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
 
@@ -52,30 +55,96 @@ describe('host volume sizes', () => {
 describe('CSI stand-in and hot-plug', () => {
   const s = useHarvester({ name: 'standins-csi' });
 
-  it('creates host volumes pvc-<uuid>: RWX, Block, rounded size, the guest cluster label only when asked', async () => {
+  it('creates host volumes pvc-<uuid> as the released driver does: RWX, Block, rounded size, no label', async () => {
     const { client, standIns } = s;
     const ns = await createNamespace(client, 'csi-create');
-    const labelled = await standIns.csi.createVolume({
-      namespace: ns,
-      guestCluster: 'guest-1',
-      size: 1_000_000_000,
-    });
-    const plain = await standIns.csi.createVolume({ namespace: ns, size: '1Gi' });
-    assert.match(labelled, /^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    const name = await standIns.csi.createVolume({ namespace: ns, size: 1_000_000_000 });
+    assert.match(name, /^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     const a = await waitUntil<PersistentVolumeClaim>(
       client,
       Resources.pvc,
-      { namespace: ns, name: labelled },
+      { namespace: ns, name },
       'bound',
       (p) => p?.status?.phase === 'Bound',
     );
-    const b = await client.get<PersistentVolumeClaim>(Resources.pvc, { namespace: ns, name: plain });
-    assert.deepEqual(a?.metadata.labels, { [Labels.guestCluster]: 'guest-1' });
-    assert.equal(b.metadata.labels, undefined);
+    assert.equal(a?.metadata.labels, undefined, 'harvester-csi-driver 97b6c358 labels nothing');
     assert.deepEqual(a?.spec.accessModes, ['ReadWriteMany']);
     assert.equal(a?.spec.volumeMode, 'Block');
     assert.equal(a?.spec.resources?.requests?.storage, '954Mi');
     assert.equal(a?.spec.storageClassName, 'harvester-longhorn', 'the default class, set by the apiserver');
+  });
+
+  it("puts each guest's claim and PersistentVolume in that guest's own apiserver, naming the host volume", async (t) => {
+    const { client, standIns } = s;
+    const ns = await createNamespace(client, 'csi-guests');
+    const [one, two] = await Promise.all(
+      ['fleet-default/g-one', 'fleet-default/g-two'].map((name) =>
+        startGuestApiserver({ name, etcdUrl: s.cp.etcdUrl }),
+      ),
+    );
+    assert.ok(one && two);
+    try {
+      const v1 = await standIns.csi.provision({
+        namespace: ns,
+        size: '1Gi',
+        guest: one.admin,
+        claim: { namespace: 'default', name: 'data-web-0' },
+      });
+      const v2 = await standIns.csi.provision({ namespace: ns, size: '2Gi', guest: two.admin });
+      const pvsOf = async (g: typeof one) =>
+        (await g.admin.list<PersistentVolume>(Resources.persistentVolume)).items;
+      const [pv1] = await pvsOf(one);
+      assert.equal((await pvsOf(one)).length, 1, 'the first guest sees its own PV only');
+      assert.deepEqual(
+        (await pvsOf(two)).map((p) => p.spec.csi?.volumeHandle),
+        [v2.hostPvc],
+        'the second its own',
+      );
+      const claimUid = (
+        await one.admin.get<PersistentVolumeClaim>(Resources.pvc, {
+          namespace: 'default',
+          name: 'data-web-0',
+        })
+      ).metadata.uid;
+      assert.equal(v1.hostPvc, `pvc-${claimUid}`, 'the host volume is named after the guest claim');
+      assert.equal(pv1?.metadata.name, v1.hostPvc);
+      assert.deepEqual(pv1?.spec.csi, {
+        driver: HARVESTER_CSI_DRIVER,
+        volumeHandle: v1.hostPvc,
+        fsType: 'ext4',
+      });
+      assert.deepEqual(
+        pv1?.spec.claimRef && { ns: pv1.spec.claimRef.namespace, name: pv1.spec.claimRef.name },
+        {
+          ns: 'default',
+          name: 'data-web-0',
+        },
+      );
+      const bound = await one.admin.get<PersistentVolumeClaim>(Resources.pvc, {
+        namespace: 'default',
+        name: 'data-web-0',
+      });
+      assert.equal(bound.status?.phase, 'Bound');
+      assert.equal(bound.spec.volumeName, v1.hostPvc);
+      assert.equal(
+        (await client.list<PersistentVolume>(Resources.persistentVolume)).items.filter(
+          (p) => p.spec.csi?.driver === HARVESTER_CSI_DRIVER,
+        ).length,
+        0,
+        "no guest PV in Harvester's apiserver (Longhorn's own PVs are there, of its driver)",
+      );
+      const host = await client.get<PersistentVolumeClaim>(Resources.pvc, {
+        namespace: ns,
+        name: v1.hostPvc,
+      });
+      assert.equal(host.metadata.labels, undefined);
+      // What a guest apiserver costs (the README's sandbox figures).
+      t.diagnostic(
+        `guest apiservers: ready in ${Math.round(one.startMs)} ms and ${Math.round(two.startMs)} ms; resident ${residentMiB(one.pid) ?? '?'} MiB and ${residentMiB(two.pid) ?? '?'} MiB`,
+      );
+    } finally {
+      await Promise.all([one.stop(), two.stop()]);
+    }
   });
 
   it('hot-plug adds the volume to the VM spec and a volumeStatus with hotplugVolume to the VMI; unplug removes both', async () => {
@@ -89,7 +158,7 @@ describe('CSI stand-in and hot-plug', () => {
       'running',
       (v) => v?.status?.phase === 'Running',
     );
-    const volume = await standIns.csi.createVolume({ namespace: ns, guestCluster: 'guest-1', size: '1Gi' });
+    const volume = await standIns.csi.createVolume({ namespace: ns, size: '1Gi' });
     await waitUntil<PersistentVolumeClaim>(
       client,
       Resources.pvc,

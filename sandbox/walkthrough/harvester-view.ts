@@ -9,7 +9,7 @@ import { Resources, type KubeObject } from '../../src/kube/resources.js';
 export interface TrackedPvc {
   name: string;
   cluster: string;
-  /** "boot disk of <vm>", "hot-plugged into <vm>", "labelled, not attached". */
+  /** "boot disk of <vm>", "hot-plugged into <vm>", "never attached". */
   what: string;
   size: string;
 }
@@ -19,6 +19,12 @@ interface Pvc extends KubeObject {
 }
 
 export type PvcState = 'present' | 'deleting' | 'gone';
+
+/** A guest-cluster label seen on a PVC, and when. */
+export interface Recorded {
+  label: string;
+  seenAt: number;
+}
 
 export class HarvesterView {
   readonly pvcs: TrackedPvc[] = [];
@@ -67,8 +73,8 @@ export class HarvesterView {
     return this.pvcs.filter((p) => p.cluster === cluster);
   }
 
-  /** Rows for the PVC table: one column per snapshot ("before", "after", …). */
-  rows(snapshots: Array<Map<string, PvcState>>): string[][] {
+  /** Rows for the PVC table: one column per snapshot ("before", "after", …), then the labels seen. */
+  rows(snapshots: Array<Map<string, PvcState>>, labels?: Map<string, Recorded>): string[][] {
     return this.pvcs.map((p) => [
       p.name,
       p.cluster,
@@ -78,7 +84,30 @@ export class HarvesterView {
         const state = s.get(p.name) ?? 'gone';
         return state === 'present' ? 'present' : state === 'deleting' ? 'deleting' : 'GONE';
       }),
+      ...(labels ? [labels.get(p.name)?.label ?? '(none)'] : []),
     ]);
+  }
+
+  /**
+   * Waits (up to `timeoutMs`) until each PVC carries its cluster's guest-cluster label, and says
+   * what each carries and when that was first seen.
+   */
+  async waitRecorded(
+    expected: Array<{ name: string; cluster: string }>,
+    timeoutMs = 30_000,
+  ): Promise<Map<string, Recorded>> {
+    const seen = new Map<string, Recorded>();
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const list = await this.admin.list<Pvc>(Resources.pvc, { namespace: this.namespace });
+      for (const p of list.items) {
+        const label = p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME];
+        if (label !== undefined && seen.get(p.metadata.name)?.label !== label)
+          seen.set(p.metadata.name, { label, seenAt: Date.now() });
+      }
+      if (expected.every((e) => seen.get(e.name)?.label === e.cluster) || Date.now() > deadline) return seen;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   /** Waits until `names` are all gone (PVC deletion finishes asynchronously: finalizers). */

@@ -8,6 +8,8 @@ import { hookAnnotation, DEFAULT_HOOK_NAME } from '../../src/controller/constant
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { describeClusterApi } from '../capi/manager.js';
+import { GuestKubeconfigs } from '../rancher/guest-kubeconfigs.js';
+import type { CreatedVolume } from '../standins/csi/csi.js';
 import { createGuestCluster, type GuestMachine } from '../rancher/guest-cluster.js';
 import { MACHINE_STATE_KEY, machineStateSecretName, readTar } from '../rancher/machine-state.js';
 import { redactArgs, runProblem } from '../rancher-machine/rancher-machine.js';
@@ -73,13 +75,18 @@ export async function provisionClusters(
           },
         ],
         vmNamespace: sandbox.seeds.namespace,
-        downstreamKubeconfig: sandbox.kubeconfigs.rancherLocal,
+        // No downstreamKubeconfig: Rancher's stand-in starts the guest's own apiserver.
         timeoutMs: 240_000,
       });
       return { spec, machines };
     }),
   );
   const all: Array<{ cluster: string; machine: GuestMachine }> = [];
+  for (const g of world.standIn.guestControlPlanes?.figures() ?? [])
+    say.say(
+      'guest',
+      `${g.cluster}: its own kube-apiserver (on Rancher's etcd, its own prefix), ready in ${(g.startMs / 1000).toFixed(1)} s, ${g.rssMiB ?? '?'} MiB resident; Rancher wrote its ${g.cluster.split('/')[1] ?? ''}-kubeconfig`,
+    );
   for (const { spec, machines } of guests) {
     story.clusters.set(spec.name, { name: spec.name, machines, workloadPvcs: [] });
     all.push(...machines.map((machine) => ({ cluster: spec.name, machine })));
@@ -168,7 +175,12 @@ export async function provisionClusters(
   );
 }
 
-/** Workload volumes as the Harvester CSI driver makes them: hot-plugged ones, and one labelled but not attached. */
+/**
+ * Workload volumes as the Harvester CSI driver makes them: hot-plugged ones, and one attached to
+ * no VM (a stopped workload's), none labelled (the released driver labels nothing); each guest's
+ * claim and PV in that guest's own apiserver. Then the cleanup controller, watching each guest's
+ * PVs, records on every host volume whose it is.
+ */
 export async function attachVolumes(
   story: Story,
   plan: Array<{ cluster: string; sizes: string[]; unattached?: string }>,
@@ -176,28 +188,37 @@ export async function attachVolumes(
   const { world, say, view } = story;
   const { csi } = world.sandbox.standIns;
   const namespace = view.namespace;
-  for (const { cluster, sizes, unattached } of plan) {
-    const guest = story.guest(cluster);
-    for (const [i, size] of sizes.entries()) {
-      const vmName = (guest.machines[i % guest.machines.length] as GuestMachine).instanceName;
-      const pvcName = await csi.createVolume({ namespace, size });
-      await csi.hotplug({ namespace, vmName, pvcName });
-      guest.workloadPvcs.push(pvcName);
-      view.track({ name: pvcName, cluster, what: `hot-plugged into ${vmName}`, size });
-      say.say(
-        'CSI',
-        `${cluster}: a ${size} workload PVC → host volume ${pvcName}, hot-plugged into ${vmName}`,
-      );
+  const guests = new GuestKubeconfigs(world.sandbox.rancher.admin);
+  const madeAt = new Map<string, number>();
+  try {
+    for (const { cluster, sizes, unattached } of plan) {
+      const guest = story.guest(cluster);
+      const api = await guests.client(FLEET_NS, cluster);
+      for (const [i, size] of sizes.entries()) {
+        const vmName = (guest.machines[i % guest.machines.length] as GuestMachine).instanceName;
+        const v = await csi.provision({ namespace, size, guest: api });
+        madeAt.set(v.hostPvc, Date.now());
+        await csi.hotplug({ namespace, vmName, pvcName: v.hostPvc });
+        guest.workloadPvcs.push(v.hostPvc);
+        view.track({ name: v.hostPvc, cluster, what: `hot-plugged into ${vmName}`, size });
+        say.say(
+          'CSI',
+          `${cluster}: a ${size} workload PVC ${describeClaim(v)} → host volume ${v.hostPvc} (no label), hot-plugged into ${vmName}`,
+        );
+      }
+      if (unattached) {
+        const v = await csi.provision({ namespace, size: unattached, guest: api });
+        madeAt.set(v.hostPvc, Date.now());
+        guest.workloadPvcs.push(v.hostPvc);
+        view.track({ name: v.hostPvc, cluster, what: 'never attached', size: unattached });
+        say.say(
+          'CSI',
+          `${cluster}: a ${unattached} volume of a stopped workload ${describeClaim(v)} → ${v.hostPvc}, no label, attached to no VM (the volume that leaks with the released driver: harvester#7765)`,
+        );
+      }
     }
-    if (unattached) {
-      const pvcName = await csi.createVolume({ namespace, size: unattached, guestCluster: cluster });
-      guest.workloadPvcs.push(pvcName);
-      view.track({ name: pvcName, cluster, what: 'labelled, not attached', size: unattached });
-      say.say(
-        'CSI',
-        `${cluster}: a ${unattached} volume of a stopped workload → ${pvcName}, labelled guestcluster.harvesterhci.io/name=${cluster}, attached to no VM`,
-      );
-    }
+  } finally {
+    guests.close();
   }
   await world.sandbox.standIns.idle();
   for (const { cluster } of plan) {
@@ -213,11 +234,29 @@ export async function attachVolumes(
       );
     }
   }
+  // The controller's watch of each guest's PVs records whose each host volume is.
+  const recorded = await view.waitRecorded(
+    plan.flatMap(({ cluster }) => story.guest(cluster).workloadPvcs.map((name) => ({ name, cluster }))),
+  );
+  for (const { cluster } of plan) {
+    const mine = story.guest(cluster).workloadPvcs;
+    const ok = mine.filter((n) => recorded.get(n)?.label === cluster);
+    const lag = Math.max(0, ...ok.map((n) => (recorded.get(n)?.seenAt ?? 0) - (madeAt.get(n) ?? 0)));
+    say.check(
+      ok.length === mine.length,
+      `the cleanup controller, watching ${cluster}'s PersistentVolumes, labelled its ${ok.length}/${mine.length} host volume(s) guestcluster.harvesterhci.io/name=${cluster} (within ${(lag / 1000).toFixed(1)} s of each)`,
+      mine.filter((n) => !ok.includes(n)).join(', '),
+    );
+  }
   const now = await view.states();
   say.say('Harvester', 'volumes:');
-  say.table([...story.pvcHeader(), 'now'], view.rows([now]));
+  say.table([...story.pvcHeader(), 'now', 'label'], view.rows([now], recorded));
   say.check(
     view.pvcs.every((p) => now.get(p.name) === 'present'),
     `all ${view.pvcs.length} volumes exist`,
   );
+}
+
+function describeClaim(v: CreatedVolume): string {
+  return v.guestClaim ? `${v.guestClaim.namespace}/${v.guestClaim.name} (guest PV ${v.guestPv ?? '?'})` : '';
 }

@@ -190,6 +190,7 @@ export class World {
       createJob,
       removalJob,
       retryDelayMs,
+      guestApiservers: { etcdUrl: rancher.etcdUrl },
     });
   }
 

@@ -51,6 +51,28 @@ export interface PersistentVolumeClaim extends KubeObject {
   };
 }
 
+/** A guest cluster's volume; a CSI one names its driver and the volume's id there. */
+export interface PersistentVolume extends KubeObject {
+  apiVersion?: 'v1';
+  kind?: 'PersistentVolume';
+  spec: {
+    csi?: {
+      driver: string;
+      volumeHandle: string;
+      fsType?: string;
+      volumeAttributes?: Record<string, string>;
+    };
+    claimRef?: { namespace?: string; name?: string; uid?: string; kind?: string; apiVersion?: string };
+    capacity?: Record<string, string>;
+    accessModes?: string[];
+    persistentVolumeReclaimPolicy?: string;
+    storageClassName?: string;
+    volumeMode?: string;
+    [field: string]: unknown;
+  };
+  status?: { phase?: string; [field: string]: unknown };
+}
+
 export interface Secret extends KubeObject {
   apiVersion?: 'v1';
   kind?: 'Secret';

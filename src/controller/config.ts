@@ -5,6 +5,9 @@ import { DurationError, parseDuration as parseGoDuration } from '../common/durat
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
 import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
+import type { GuestVolumesMode } from './volume-ownership.js';
+
+const GUEST_VOLUMES_MODES: readonly GuestVolumesMode[] = ['watch', 'at-deletion', 'off'];
 
 export interface ControllerConfig {
   /**
@@ -30,6 +33,12 @@ export interface ControllerConfig {
   probeIntervalMs: number;
   /** A credential expiring within this window is reported. */
   expiringSoonMs: number;
+  /**
+   * How guest clusters' host volumes are recorded (docs/decisions/0015-guest-cluster-volumes.md):
+   * watch each guest's PVs while it lives and take a last inventory at deletion, only the last
+   * inventory, or not at all (then only what was labelled otherwise goes with a deleted cluster).
+   */
+  guestVolumes: GuestVolumesMode;
   /** host:port of /metrics, /healthz, /readyz. */
   metricsBindAddress: string;
   leaderElection: {
@@ -81,6 +90,7 @@ interface FlagValues {
   gateDeadline?: string;
   probeInterval?: string;
   expiringSoon?: string;
+  guestVolumes?: string;
   metricsBindAddress?: string;
   leaderElect?: string;
   leaderElectionNamespace?: string;
@@ -134,6 +144,10 @@ function controllerCommand(output: { text: string }): Command {
     .option(
       '--expiring-soon <duration>',
       'report credentials expiring within (env EXPIRING_SOON; default 7d)',
+    )
+    .option(
+      '--guest-volumes <mode>',
+      "record which host volumes are each guest cluster's, from its own PersistentVolumes: watch (while it lives, and a last inventory at its deletion), at-deletion (the last inventory only), off (env GUEST_VOLUMES; default watch)",
     )
     .option(
       '--metrics-bind-address <addr>',
@@ -198,6 +212,9 @@ export function parseConfig(
   if (!['true', 'false'].includes(leaderElect))
     throw new ConfigError(`--leader-elect: "${leaderElect}" is not true or false`);
   const systemNamespace = pick(values.leaderElectionNamespace, 'POD_NAMESPACE', 'cattle-system');
+  const guestVolumes = pick(values.guestVolumes, 'GUEST_VOLUMES', 'watch');
+  if (!(GUEST_VOLUMES_MODES as readonly string[]).includes(guestVolumes))
+    throw new ConfigError(`--guest-volumes: "${guestVolumes}" is not ${GUEST_VOLUMES_MODES.join(', ')}`);
   const hookName = pick(values.hookName, 'HOOK_NAME', DEFAULT_HOOK_NAME);
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(hookName) || hookName.length > 63) {
     throw new ConfigError(
@@ -244,6 +261,7 @@ export function parseConfig(
     gateDeadlineMs: duration(values.gateDeadline, 'GATE_DEADLINE', '30m', 'gate-deadline'),
     probeIntervalMs: duration(values.probeInterval, 'PROBE_INTERVAL', '10m', 'probe-interval'),
     expiringSoonMs: duration(values.expiringSoon, 'EXPIRING_SOON', '7d', 'expiring-soon'),
+    guestVolumes: guestVolumes as GuestVolumesMode,
     metricsBindAddress: pick(values.metricsBindAddress, 'METRICS_BIND_ADDRESS', '127.0.0.1:8080'),
     leaderElection: {
       enabled: leaderElect === 'true',

@@ -23,6 +23,18 @@ describe('parseConfig', () => {
     assert.equal(c.gateDeadlineMs, 1_800_000);
     assert.equal(c.hookName, 'harvester-machine-cleanup');
     assert.equal(c.kubeconfigPath, undefined);
+    assert.equal(c.guestVolumes, 'watch');
+  });
+  it('records guest volumes as told, and refuses a mode it has not', () => {
+    assert.equal(
+      parseConfig(['--guest-volumes', 'at-deletion'], { GUEST_VOLUMES: 'off' }).guestVolumes,
+      'at-deletion',
+    );
+    assert.equal(parseConfig([], { GUEST_VOLUMES: 'off' }).guestVolumes, 'off');
+    assert.throws(
+      () => parseConfig(['--guest-volumes', 'poll'], {}),
+      /--guest-volumes: "poll" is not watch, at-deletion, off/,
+    );
   });
   it('lets flags win over the environment', () => {
     const c = parseConfig(['--gate-deadline', '2m', '--namespace', 'a', '--namespace', 'b,c'], {

@@ -1,4 +1,4 @@
-// The cleanup controller on Rancher's local cluster: four controllers on one manager
+// The cleanup controller on Rancher's local cluster: six controllers on one manager
 // (src/kube/manager.ts), their reconcilers, Events, metrics and the status ConfigMap. The
 // manager starts every cache, waits until all have synced, then starts the queues: a Machine
 // seen before its Cluster would otherwise look orphaned and have its gate released.
@@ -12,7 +12,10 @@ import { CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_CAPI_MACHINE } from '../rancher/labe
 import { CredentialMonitor } from './credential-monitor.js';
 import { formatSecretRef } from './credential-choice.js';
 import { EventRecorder } from './events.js';
-import { HarvesterClients } from './harvester-access.js';
+import { HarvesterClients, KubeconfigClients } from './harvester-access.js';
+import { GuestWatches } from './guest-watches.js';
+import { VolumeOwnership, ownershipMetrics } from './volume-ownership.js';
+import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 import { MachineReconciler } from './machine-reconciler.js';
 import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './metrics.js';
@@ -32,7 +35,8 @@ export type CleanupControllerConfig = Pick<
   | 'expiringSoonMs'
   | 'statusConfigMap'
   | 'identity'
->;
+> &
+  Partial<Pick<ControllerConfig, 'guestVolumes'>>;
 
 export interface CleanupControllerOptions {
   client: KubeClient;
@@ -51,8 +55,12 @@ export class CleanupController {
   readonly reconciler: MachineReconciler;
   readonly monitor: CredentialMonitor;
   readonly loadBalancers: LoadBalancerCleanup;
+  readonly ownership: VolumeOwnership;
+  readonly volumes: VolumeCleanup;
+  readonly guestWatches: GuestWatches;
   private readonly queues: ReturnType<CleanupController['declare']>;
   private readonly harvester = new HarvesterClients();
+  private readonly guestClients: KubeconfigClients;
   private readonly status: StatusWriter;
   private readonly events: EventRecorder;
 
@@ -90,6 +98,26 @@ export class CleanupController {
       enqueueCredential: (key) => this.queues.credentials.enqueue(parseKey(key)),
       onChange,
     });
+    const guestMetrics = ownershipMetrics(metrics.registry);
+    this.guestClients = new KubeconfigClients({ onRequest: () => guestMetrics.guestRequests.inc() });
+    this.guestWatches = new GuestWatches({
+      rancher: client,
+      clients: this.guestClients,
+      logger: logger.child({ component: 'guest-watches' }),
+      onChange: (cluster) => this.queues.guestVolumes.enqueue(cluster),
+      onState: (cluster, state, detail) => {
+        this.ownership.onWatchState(cluster, state, detail);
+        onChange();
+      },
+    });
+    this.ownership = new VolumeOwnership({
+      ...shared,
+      watches: this.guestWatches,
+      metrics: guestMetrics,
+      logger: logger.child({ component: 'guest-volumes' }),
+      mode: config.guestVolumes ?? 'watch',
+      onCredentialRejected,
+    });
     this.reconciler = new MachineReconciler({
       ...shared,
       client,
@@ -98,12 +126,24 @@ export class CleanupController {
       gateDeadlineMs: config.gateDeadlineMs,
       onCredentialRejected,
       onChange,
+      lastInventory: async (cluster, timeoutMs) => {
+        await this.ownership.finalInventory(cluster, timeoutMs);
+        onChange();
+      },
     });
     this.loadBalancers = new LoadBalancerCleanup({
       ...shared,
       metrics: loadBalancerMetrics(metrics.registry),
       logger: logger.child({ component: 'load-balancer-cleanup' }),
       // The VMs go only after every gate of the cluster was released (at the latest at the gate deadline).
+      deadlineMs: 2 * config.gateDeadlineMs,
+      onCredentialRejected,
+    });
+    this.volumes = new VolumeCleanup({
+      ...shared,
+      metrics: volumeCleanupMetrics(metrics.registry),
+      logger: logger.child({ component: 'volume-cleanup' }),
+      ownership: this.ownership,
       deadlineMs: 2 * config.gateDeadlineMs,
       onCredentialRejected,
     });
@@ -149,7 +189,24 @@ export class CleanupController {
       .watch(caches.capiClusters)
       .watch(caches.provisioningClusters)
       .watch(caches.harvesterMachines, clusterOf);
-    return { machines, credentials, clusters, loadBalancers };
+    // The guests' own PV watches feed it too (GuestWatches.onChange).
+    const guestVolumes = manager
+      .controller('guest-volumes', {
+        ...queue('guest-volumes'),
+        reconcile: (key) => this.ownership.reconcile(key),
+      })
+      .watch(caches.capiClusters)
+      .watch(caches.provisioningClusters)
+      .watch(caches.harvesterMachines, clusterOf);
+    const volumeCleanup = manager
+      .controller('volume-cleanup', {
+        ...queue('volume-cleanup'),
+        reconcile: (key) => this.volumes.reconcile(key),
+      })
+      .watch(caches.capiClusters)
+      .watch(caches.provisioningClusters)
+      .watch(caches.harvesterMachines, clusterOf);
+    return { machines, credentials, clusters, loadBalancers, guestVolumes, volumeCleanup };
   }
 
   /** A HarvesterMachine's CAPI Machine: by label, by owner, else whichever Machine points at it. */
@@ -187,6 +244,8 @@ export class CleanupController {
         refs.filter((r) => formatSecretRef(r.credential) === secret).map((r) => r.referrer),
       held: this.reconciler.held.values(),
       mismatches: [...this.monitor.mismatches.values()].flat(),
+      guestWatches: this.guestWatches.status(),
+      inventories: this.ownership.summary(),
     });
   }
 
@@ -215,6 +274,7 @@ export class CleanupController {
    */
   halt(): void {
     this.manager.halt();
+    void this.guestWatches.stopAll();
     void this.status.stop({ flush: false });
   }
 
@@ -230,9 +290,11 @@ export class CleanupController {
   async stop(): Promise<void> {
     this.monitor.stop();
     await this.manager.stop();
+    await this.guestWatches.stopAll();
     await this.events.drain();
     await this.status.stop();
     this.harvester.closeAll();
+    this.guestClients.closeAll();
   }
 }
 

@@ -35,7 +35,7 @@ const reconciles = async (metrics: ReturnType<typeof controllerMetrics>): Promis
 };
 
 describe('CleanupController', () => {
-  it('is ready once synced, and halt() stops all four controllers', async () => {
+  it('is ready once synced, and halt() stops all six controllers', async () => {
     const metrics = controllerMetrics();
     const controller = new CleanupController({
       client: server.client(),
@@ -57,7 +57,14 @@ describe('CleanupController', () => {
       await controller.start();
       assert.equal(controller.ready, true);
       const names = controller.manager.controllers.map((c) => c.name);
-      assert.deepEqual(names, ['machines', 'credentials', 'clusters', 'load-balancers']);
+      assert.deepEqual(names, [
+        'machines',
+        'credentials',
+        'clusters',
+        'load-balancers',
+        'guest-volumes',
+        'volume-cleanup',
+      ]);
 
       controller.halt();
       assert.equal(controller.ready, false);

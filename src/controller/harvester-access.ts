@@ -1,8 +1,8 @@
-// Talking to Harvester through a cloud credential: one client per credential Secret
-// version (a renewed credential gets a new client), the credential probe, and the VM
-// lookup + annotation. A version's secrets are registered for redaction when its client
-// is made and released when the version is replaced or the Secret deleted, so that a
-// controller running for months holds the live credentials' secrets only.
+// Talking to Harvester through a cloud credential (and to a guest cluster through its
+// kubeconfig Secret): one client per Secret version (a renewed credential gets a new client),
+// the credential probe, and the VM lookup + annotation. A version's secrets are registered for
+// redaction when its client is made and released when the version is replaced or the Secret
+// deleted, so that a controller running for months holds the live credentials' secrets only.
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import { isNotFound, KubeClient, KubeError } from '../kube/index.js';
 import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
@@ -21,23 +21,32 @@ interface CredentialVersion {
   secrets: SecretRegistration;
 }
 
-export class HarvesterClients {
+export interface KubeconfigClientOptions {
+  requestTimeoutMs?: number;
+  /** Called once per request sent through any of the clients (the guest request count). */
+  onRequest?: (method: string, path: string) => void;
+}
+
+/**
+ * Clients for kubeconfig content someone else wrote (inline credentials only, ADR 0012), one
+ * per object and version: a rewritten object gets a new client, and the old one's secrets are
+ * released. Cloud credentials (HarvesterClients) and guest clusters' kubeconfigs use it.
+ */
+export class KubeconfigClients {
   private readonly clients = new Map<string, CredentialVersion>();
 
-  constructor(private readonly options: { requestTimeoutMs?: number } = {}) {}
+  constructor(private readonly options: KubeconfigClientOptions = {}) {}
 
   /**
-   * The client for a credential Secret's current content; undefined when it holds no
-   * kubeconfig. Throws KubeconfigError, whose message names what is wrong and holds none of
-   * the content, when the kubeconfig cannot be used (not YAML, no current context, ...).
+   * The client for `raw` (kubeconfig text, or base64 of it) as version `version` of `key`;
+   * undefined when there is no content. Throws KubeconfigError, whose message names what is
+   * wrong and holds none of the content, when it cannot be used (not YAML, no current context,
+   * a file, command or proxy named, ...).
    */
-  forSecret(secret: SecretObject): KubeClient | undefined {
-    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
-    const version = secret.metadata.resourceVersion ?? '';
+  forContent(key: string, version: string, raw: string | undefined): KubeClient | undefined {
     const known = this.clients.get(key);
     if (known?.version === version && known.client) return known.client;
     this.forget(key);
-    const raw = credentialKubeconfig(secret);
     if (raw === undefined) return undefined;
     // Kept even when the content makes no client: its secrets stay registered while it is current.
     const entry: CredentialVersion = { version, secrets: new SecretRegistration() };
@@ -52,6 +61,7 @@ export class HarvesterClients {
           requestTimeoutMs: this.options.requestTimeoutMs ?? 15_000,
           // The work queue retries with backoff; a cleanup attempt itself stays short.
           retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
+          ...(this.options.onRequest ? { onRequest: this.options.onRequest } : {}),
         });
       } catch (err) {
         // What the checks above let through (certificate data that does not parse, ...): the
@@ -63,7 +73,7 @@ export class HarvesterClients {
     return entry.client;
   }
 
-  /** The credential Secret is gone (or its version replaced): its client and secrets go. */
+  /** The object is gone (or its version replaced): its client and secrets go. */
   forget(key: string): void {
     const known = this.clients.get(key);
     known?.client?.close();
@@ -73,6 +83,17 @@ export class HarvesterClients {
 
   closeAll(): void {
     for (const key of [...this.clients.keys()]) this.forget(key);
+  }
+}
+
+export class HarvesterClients extends KubeconfigClients {
+  /**
+   * The client for a credential Secret's current content; undefined when it holds no
+   * kubeconfig. Throws KubeconfigError when the kubeconfig cannot be used.
+   */
+  forSecret(secret: SecretObject): KubeClient | undefined {
+    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
+    return this.forContent(key, secret.metadata.resourceVersion ?? '', credentialKubeconfig(secret));
   }
 }
 

@@ -66,6 +66,12 @@ export interface MachineReconcilerDeps {
   /** Called when a credential was rejected, so the credential report knows at once. */
   onCredentialRejected: (secretKey: string) => void;
   onChange: () => void;
+  /**
+   * Before the first VM of a cluster deleted as a whole is annotated (so before any of its
+   * gates is released): the last inventory of its volumes, while its apiserver may still
+   * answer (volume-ownership.ts). Resolves within the time given.
+   */
+  lastInventory?: (cluster: ObjectKey, timeoutMs: number) => Promise<void>;
   now?: () => number;
 }
 
@@ -85,6 +91,8 @@ export function isHarvesterBacked(machine: CapiMachine): boolean {
 const MAX_RETRY_MS = 60_000;
 /** A Machine first seen past its deadline (the controller was down) gets one attempt this long. */
 const LAST_CHANCE_MS = 10_000;
+/** The longest the last inventory may hold the first gate of a cluster (it leaves LAST_CHANCE_MS to the deadline). */
+const LAST_INVENTORY_MS = 20_000;
 
 export class MachineReconciler {
   /** Gates held by a failing cleanup: the status summary and the gatesHeld metric. */
@@ -137,6 +145,15 @@ export class MachineReconciler {
       return this.forget(key);
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
+    if (this.deps.lastInventory && !this.pendingRelease.has(key)) {
+      const deadline = gateDeadlineAt(
+        machine.metadata.deletionTimestamp,
+        this.deps.gateDeadlineMs,
+        this.now(),
+      );
+      const budget = Math.min(LAST_INVENTORY_MS, deadline - this.now() - LAST_CHANCE_MS);
+      if (budget > 0) await this.deps.lastInventory(objectKey(namespace, clusterName), budget);
+    }
 
     const outcome = await this.cleanupOutcome(key, machine, hm, provisioningCluster, clusterName);
     return this.settle(machine, key, hookPresent, outcome);

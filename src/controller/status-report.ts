@@ -2,7 +2,7 @@
 // something changed, at most every few seconds.
 //   kubectl -n <ns> get configmap harvester-machine-controller-status -o jsonpath='{.data.summary\.txt}'
 // Keys: summary.json (schemaVersion 1: generatedAt, holder, credentials[], gatesHeld[],
-// mismatches[]) and summary.txt (the same for people). No secret is ever in it: credentials
+// mismatches[], guestClusters[], lastInventories[]) and summary.txt (the same for people). No secret is ever in it: credentials
 // are named by Secret, tokens by their public name only.
 import { isNotFound, type KubeClient } from '../kube/index.js';
 import { Resources, type KubeObject } from '../kube/resources.js';
@@ -10,6 +10,8 @@ import type { Logger } from '../log/logger.js';
 import type { CredentialRecord } from './credential-monitor.js';
 import type { MismatchReport } from './credential-health.js';
 import type { HeldGate } from './machine-reconciler.js';
+import type { GuestWatchStatus } from './guest-watches.js';
+import type { Inventory } from './volume-ownership.js';
 
 export interface StatusSummary {
   schemaVersion: 1;
@@ -25,6 +27,10 @@ export interface StatusSummary {
   }>;
   gatesHeld: HeldGate[];
   mismatches: Array<{ cluster: string; referrer: string; expired: string; valid: string; fix: string }>;
+  /** Each guest cluster's PV watch (its host volumes recorded while it lives). */
+  guestClusters: GuestWatchStatus[];
+  /** The last inventory of each cluster whose whole deletion started: the volumes that go, and why. */
+  lastInventories: Inventory[];
 }
 
 export function buildSummary(input: {
@@ -34,6 +40,8 @@ export function buildSummary(input: {
   referencedBy: (secret: string) => string[];
   held: Iterable<HeldGate>;
   mismatches: Iterable<MismatchReport>;
+  guestWatches?: GuestWatchStatus[];
+  inventories?: Inventory[];
 }): StatusSummary {
   return {
     schemaVersion: 1,
@@ -57,6 +65,8 @@ export function buildSummary(input: {
       valid: `${m.valid.namespace}:${m.valid.name}`,
       fix: m.fix,
     })),
+    guestClusters: input.guestWatches ?? [],
+    lastInventories: input.inventories ?? [],
   };
 }
 
@@ -80,6 +90,22 @@ export function renderSummaryText(s: StatusSummary): string {
       `  ${g.machine}: ${g.reason} since ${g.since}, released by ${g.releaseBy} at the latest`,
       `    ${g.message}`,
     );
+  lines.push('', "Guest clusters' volumes (watched in each guest's apiserver):");
+  if (!s.guestClusters.length) lines.push('  (none)');
+  for (const g of s.guestClusters)
+    lines.push(
+      `  ${g.state.toUpperCase().padEnd(13)} ${g.cluster} since ${g.since}${g.detail ? `: ${g.detail}` : ''}`,
+    );
+  lines.push('', 'Deleted guest clusters, last inventory of their volumes:');
+  if (!s.lastInventories.length) lines.push('  (none)');
+  for (const i of s.lastInventories) {
+    lines.push(`  ${i.cluster} at ${i.takenAt}, from ${i.source}: ${i.volumes.length} host volume(s)`);
+    for (const v of i.volumes)
+      lines.push(
+        `    ${v.namespace ? `${v.namespace}/` : ''}${v.name}: guest PersistentVolume ${v.pv}${v.claim ? ` (claim ${v.claim})` : ''}; ${v.outcome}; ${goesWithCluster(v.outcome) ? 'goes with the cluster (unless a VM or pod still uses it)' : 'stays'}`,
+      );
+    for (const f of i.failures) lines.push(`    not recorded: ${f}`);
+  }
   lines.push('', 'Expired credentials next to a valid one:');
   if (!s.mismatches.length) lines.push('  (none)');
   for (const m of s.mismatches)
@@ -151,4 +177,9 @@ export class StatusWriter {
     await this.writing;
     if (flush) await this.flush();
   }
+}
+
+/** Recorded for the cluster (now or before): the whole-cluster removal and the volume cleanup take it. */
+function goesWithCluster(outcome: string): boolean {
+  return outcome.startsWith('labelled now') || outcome === 'recorded before';
 }

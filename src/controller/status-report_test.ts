@@ -44,4 +44,39 @@ describe('status summary', () => {
     assert.match(text, /fix: Renew/);
     assert.equal((JSON.parse(JSON.stringify(s)) as { schemaVersion: number }).schemaVersion, 1);
   });
+
+  it("names each guest cluster's watch and, for a deleted one, the volumes that go and why", () => {
+    const s = buildSummary({
+      now: new Date('2025-06-01T00:00:00Z'),
+      holder: 'hm-0',
+      credentials: [],
+      referencedBy: () => [],
+      held: [],
+      mismatches: [],
+      guestWatches: [
+        { cluster: 'fleet-default/c2', state: 'unreachable', since: 't0', detail: 'connect ECONNREFUSED; retrying in 20 s' },
+      ],
+      inventories: [
+        {
+          cluster: 'fleet-default/c1',
+          takenAt: 't1',
+          source: "the guest cluster's apiserver",
+          volumes: [
+            { namespace: 'vms', name: 'pvc-1', pv: 'pvc-1', claim: 'default/data-db-0', outcome: 'labelled now (last inventory)' },
+            { namespace: 'vms', name: 'pvc-3', pv: 'copy', outcome: 'labelled for guest cluster c9, left alone' },
+          ],
+          failures: ['pvc-2: no time left'],
+        },
+      ],
+    });
+    const text = renderSummaryText(s);
+    assert.match(text, /UNREACHABLE\s+fleet-default\/c2 since t0: connect ECONNREFUSED; retrying in 20 s/);
+    assert.match(text, /fleet-default\/c1 at t1, from the guest cluster's apiserver: 2 host volume\(s\)/);
+    assert.match(
+      text,
+      /vms\/pvc-1: guest PersistentVolume pvc-1 \(claim default\/data-db-0\); labelled now \(last inventory\); goes with the cluster/,
+    );
+    assert.match(text, /vms\/pvc-3: guest PersistentVolume copy; labelled for guest cluster c9, left alone; stays/);
+    assert.match(text, /not recorded: pvc-2: no time left/);
+  });
 });

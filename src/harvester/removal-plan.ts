@@ -19,6 +19,7 @@
 // whoever uses them, which is why only names that exist, and so cannot hold a comma, go in.
 
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
+import { describeRecord } from './guest-volumes.js';
 import { cloudInitSecretName } from './names.js';
 import type {
   PersistentVolumeClaim,
@@ -279,9 +280,11 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
         });
         continue;
       }
+      // The cleanup controller's record says which guest volume it is (guest-volumes.ts).
+      const record = describeRecord(pvc);
       remove(
         pvc.metadata.name,
-        `labelled ${LABEL_GUEST_CLUSTER_NAME}=${clusterName}; the whole guest cluster is being deleted`,
+        `labelled ${LABEL_GUEST_CLUSTER_NAME}=${clusterName}${record ? ` (${record})` : ''}; the whole guest cluster is being deleted`,
       );
     }
   }

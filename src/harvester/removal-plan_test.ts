@@ -81,6 +81,24 @@ describe('planRemoval: examples', () => {
     );
   });
 
+  it('whole cluster: a volume the cleanup controller recorded says which guest volume it is', () => {
+    const recorded = pvc('pvc-guest-2', 'default', { [CLUSTER_LABEL]: 'c1' });
+    recorded.metadata.annotations = {
+      'harvester-machine.io/guest-volume': 'pvc-guest-2',
+      'harvester-machine.io/guest-claim': 'default/data-db-0',
+      'harvester-machine.io/ownership-recorded': '2026-03-01T10:00:00.000Z watch',
+    };
+    const plan = planRemoval({
+      ...base,
+      removeAll: true,
+      pvcs: pvcs.map((p) => (p.metadata.name === 'pvc-guest-2' ? recorded : p)),
+    });
+    assert.equal(
+      plan.pvcs.find((p) => p.name === 'pvc-guest-2')?.reason,
+      "labelled guestcluster.harvesterhci.io/name=c1 (the guest's PersistentVolume pvc-guest-2 (claim default/data-db-0) names it; recorded by harvester-machine-controller at 2026-03-01T10:00:00.000Z by its watch); the whole guest cluster is being deleted",
+    );
+  });
+
   it('keeps a volume of the VM that is labelled for another guest cluster', () => {
     const odd = vmWith('vm1', 'default', [pvcVolume('disk-0', 'shared-disk')]);
     const plan = planRemoval({

@@ -31,6 +31,12 @@ export interface InformerOptions {
   pageSize?: number;
   /** Pacing of relists and re-opened watches (see watch-backoff.ts); the defaults suit production. */
   backoff?: Partial<WatchBackoffPolicy>;
+  /**
+   * Told of each failed list or watch and the pause before the next try, and of each list that
+   * succeeded: how a caller reports a server it cannot reach (the cache keeps what it had).
+   */
+  onFailure?: (error: Error, pauseMs: number) => void;
+  onListed?: () => void;
 }
 
 interface WatchRound {
@@ -120,6 +126,7 @@ export class Informer<T extends KubeObject> {
       try {
         if (resourceVersion === undefined) {
           resourceVersion = await this.relist();
+          this.options.onListed?.();
           if (first) {
             first = false;
             this.markSynced();
@@ -147,6 +154,7 @@ export class Informer<T extends KubeObject> {
             error: round.error.message,
             pauseMs: Math.round(pauseMs),
           });
+          this.options.onFailure?.(round.error, pauseMs);
         }
       } catch (err) {
         if (this.stopped) break;
@@ -161,6 +169,7 @@ export class Informer<T extends KubeObject> {
           error: String(err),
           pauseMs: Math.round(pauseMs),
         });
+        this.options.onFailure?.(err instanceof Error ? err : new Error(String(err)), pauseMs);
       }
       await pause(pauseMs, this.stopping.signal);
     }

@@ -189,6 +189,43 @@ describe('Informer', () => {
     );
   });
 
+  it('tells its caller of each failed list or watch with the pause before the next, and of each list', async () => {
+    let down = false;
+    let failures = 0;
+    script = (req, res) =>
+      isWatch(req) || down
+        ? answerJson(res, 503, status(503, 'ServiceUnavailable', 'down'))
+        : answerJson(res, 200, secretList('10', []));
+    const seen: string[] = [];
+    let relisted!: () => void;
+    const back = new Promise<void>((r) => (relisted = r));
+    const { informer: i } = informer({
+      backoff: { initialMs: 40, maxMs: 40 },
+      onFailure: (err, pauseMs) => {
+        seen.push(
+          `failed ${/503|down/.test(err.message) ? 'down' : err.message} ${pauseMs > 0 ? 'paused' : 'at once'}`,
+        );
+        failures++;
+        if (failures === 1) down = true; // after the first failed watch, lists fail too
+        if (failures === 3) down = false;
+      },
+      onListed: () => {
+        seen.push('listed');
+        if (seen.length > 1) relisted();
+      },
+    });
+    await i.start();
+    await back;
+    await i.stop();
+    assert.deepEqual(seen.slice(0, 5), [
+      'listed',
+      'failed down paused',
+      'failed down paused',
+      'failed down paused',
+      'listed',
+    ]);
+  });
+
   it('a first list refused for good fails start()', async () => {
     script = (_req, res) => answerJson(res, 403, status(403, 'Forbidden', 'User "u" cannot list secrets'));
     const i = new Informer<KubeObject>(scripted.server.client(), Resources.secret, { namespace: 'default' });

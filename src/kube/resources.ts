@@ -34,6 +34,8 @@ export const Resources = {
   namespace: clusterResourceType('', 'v1', 'namespaces', 'Namespace'),
   secret: resourceType('', 'v1', 'secrets', 'Secret'),
   pvc: resourceType('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  persistentVolume: clusterResourceType('', 'v1', 'persistentvolumes', 'PersistentVolume'),
+  pod: resourceType('', 'v1', 'pods', 'Pod'),
   event: resourceType('', 'v1', 'events', 'Event'),
   configMap: resourceType('', 'v1', 'configmaps', 'ConfigMap'),
   serviceAccount: resourceType('', 'v1', 'serviceaccounts', 'ServiceAccount'),

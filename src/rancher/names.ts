@@ -26,3 +26,11 @@ export function rancherInstanceName(machineName: string): string {
 export function machineDeploymentName(clusterName: string, poolName: string): string {
   return safeConcatName(clusterName, poolName);
 }
+
+/**
+ * The Secret holding a guest cluster's admin kubeconfig, in the cluster's namespace: Cluster API
+ * reads it by this name (util/secret: `<cluster>-kubeconfig`, key `value`) and Rancher writes it
+ * for every provisioned cluster (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig).
+ */
+export const guestKubeconfigSecretName = (cluster: string): string => `${cluster}-kubeconfig`;
+export const GUEST_KUBECONFIG_KEY = 'value';

@@ -84,9 +84,13 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
     );
   });
 
-  it('grants no write on Secrets, and reads no Secret outside the credential namespace', () => {
-    const all = [...rules.clusterRules, ...rules.systemRules];
-    assert.ok(!all.some((r) => r.resources.includes('secrets')));
+  it('grants no write on Secrets, and outside the credential namespace reads a Secret only by name', () => {
+    assert.ok(!rules.systemRules.some((r) => r.resources.includes('secrets')));
+    // The guest clusters' <cluster>-kubeconfig, read by name (ADR 0015): never listed or watched.
+    assert.deepEqual(
+      rules.clusterRules.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs),
+      [['get']],
+    );
     assert.deepEqual(rules.credentialRules.find((r) => r.resources.includes('secrets'))?.verbs, [
       'list',
       'watch',

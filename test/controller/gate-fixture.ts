@@ -177,6 +177,8 @@ export function useSandboxWorld(opts: {
   namespace: string;
   systemNamespace: string;
   prepare?: (sandbox: Sandbox) => Promise<void>;
+  /** Rancher's stand-in starts each guest cluster's own apiserver and writes its `<cluster>-kubeconfig`. */
+  guestApiservers?: boolean;
 }): SandboxWorld {
   let sandbox: Sandbox | undefined;
   let standIn: RancherStandIn | undefined;
@@ -196,6 +198,7 @@ export function useSandboxWorld(opts: {
     standIn = await startRancherStandIn(sandbox.rancher.admin, {
       namespace: opts.namespace,
       retryDelayMs: 500,
+      ...(opts.guestApiservers ? { guestApiservers: { etcdUrl: sandbox.rancher.etcdUrl } } : {}),
     });
     controller = await startControllerAsChart(sandbox.rancher, {
       namespace: opts.namespace,

@@ -18,7 +18,7 @@ import { redact } from '../../src/log/redact.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { useSandbox } from '../support/sandbox-fixture.js';
 import { newMachine } from '../support/machines.js';
-import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone } from '../support/volumes.js';
+import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from '../support/volumes.js';
 import { useInterop } from './support/interop-fixture.js';
 import { goDriverLines, phaseLines, pluginLines, unknownLines } from './support/job-log.js';
 import {
@@ -374,14 +374,14 @@ describe('rancher-machine with our plugin executable', { timeout: 10 * 60_000 },
       const boot = await vmPvcNames(admin, NS, name);
       for (const disk of boot) await waitPvcExists(admin, NS, disk);
       const workload = [
-        await sandbox.standIns.csi.createVolume({ namespace: NS, guestCluster: cluster, size: '1Gi' }),
+        await recordedVolume(sandbox.standIns.csi, admin, { namespace: NS, cluster: cluster, size: '1Gi' }),
         await sandbox.standIns.csi.createVolume({ namespace: NS, size: '2Gi' }),
       ];
       for (const pvcName of workload)
         await sandbox.standIns.csi.hotplug({ namespace: NS, vmName: name, pvcName });
-      const unattached = await sandbox.standIns.csi.createVolume({
+      const unattached = await recordedVolume(sandbox.standIns.csi, admin, {
         namespace: NS,
-        guestCluster: cluster,
+        cluster: cluster,
         size: '1Gi',
       });
       return { name, cluster, cli, boot, volumes: [...boot, ...workload, unattached] };

@@ -12,7 +12,7 @@ import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { MachineState } from '../../src/driver/machine-driver.js';
 import { useSandbox } from '../support/sandbox-fixture.js';
 import { tempStore } from '../support/machines.js';
-import { vmPvcNames, waitPvcExists, waitPvcGone } from '../support/volumes.js';
+import { vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from '../support/volumes.js';
 import { eventually, failureOf, livePvcUids, pauseHook, vmsOfMachine, watchedMachine } from './helpers.js';
 
 const fixture = useSandbox();
@@ -236,9 +236,9 @@ describe('409 conflicts on the VM during a removal', () => {
     const { proxy } = sandbox;
     const name = 'af-conflict-pool1-d4e5f-x1';
     // Another cluster's volume in the namespace, which must survive.
-    const foreign = await sandbox.standIns.csi.createVolume({
+    const foreign = await recordedVolume(sandbox.standIns.csi, sandbox.harvester.admin, {
       namespace: ns,
-      guestCluster: 'af-other',
+      cluster: 'af-other',
       size: '1Gi',
     });
     const { m, hook, boot } = await wholeClusterMachine(name, 'af-c');

@@ -8,7 +8,7 @@ import { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { useSandbox } from '../support/sandbox-fixture.js';
 import { tempStore } from '../support/machines.js';
-import { vmPvcNames, waitPvcExists, waitPvcGone } from '../support/volumes.js';
+import { vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from '../support/volumes.js';
 import { failureOf, livePvcUids, vmsOfMachine, watchedMachine } from './helpers.js';
 
 const fixture = useSandbox();
@@ -32,13 +32,13 @@ async function makeBystander(): Promise<void> {
   });
   await m.driver.create();
   m.driver.close();
-  const hot = await sandbox.standIns.csi.createVolume({
+  const hot = await recordedVolume(sandbox.standIns.csi, admin, {
     namespace: ns,
-    guestCluster: 'rs-other',
+    cluster: 'rs-other',
     size: '1Gi',
   });
   await sandbox.standIns.csi.hotplug({ namespace: ns, vmName: bystander.name, pvcName: hot });
-  await sandbox.standIns.csi.createVolume({ namespace: ns, guestCluster: 'rs-other', size: '1Gi' });
+  await recordedVolume(sandbox.standIns.csi, admin, { namespace: ns, cluster: 'rs-other', size: '1Gi' });
   for (const pvc of await vmPvcNames(admin, ns, bystander.name)) await waitPvcExists(admin, ns, pvc);
   bystander.vmUid = (
     await admin.get<KubeObject>(Resources.virtualMachine, { namespace: ns, name: bystander.name })
@@ -73,9 +73,9 @@ async function machineWithWorkload(name: string, cluster: string, removeTimeout:
   m.driver.close();
   const boot = await vmPvcNames(sandbox.harvester.admin, ns, name);
   for (const pvc of boot) await waitPvcExists(sandbox.harvester.admin, ns, pvc);
-  const workload = await sandbox.standIns.csi.createVolume({
+  const workload = await recordedVolume(sandbox.standIns.csi, sandbox.harvester.admin, {
     namespace: ns,
-    guestCluster: cluster,
+    cluster,
     size: '1Gi',
   });
   await sandbox.standIns.csi.hotplug({ namespace: ns, vmName: name, pvcName: workload });

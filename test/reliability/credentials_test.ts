@@ -18,7 +18,7 @@ import { useSandbox } from '../support/sandbox-fixture.js';
 import { tempStore } from '../support/machines.js';
 import { LEDGER_ENV, recordOutput } from '../../sandbox/secret-ledger.js';
 import { readLedger, LEDGER_FILE } from '../support/secret-scan.js';
-import { vmPvcNames, waitPvcExists, waitPvcGone } from '../support/volumes.js';
+import { vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from '../support/volumes.js';
 import {
   eventually,
   failureOf,
@@ -101,9 +101,9 @@ describe('a Rancher token that expires in the middle of a removal', () => {
     m.driver.close();
     const boot = await vmPvcNames(admin, ns, name);
     for (const pvc of boot) await waitPvcExists(admin, ns, pvc);
-    const workload = await sandbox.standIns.csi.createVolume({
+    const workload = await recordedVolume(sandbox.standIns.csi, sandbox.harvester.admin, {
       namespace: ns,
-      guestCluster: cluster,
+      cluster: cluster,
       size: '1Gi',
     });
     await sandbox.standIns.csi.hotplug({ namespace: ns, vmName: name, pvcName: workload });

@@ -3,6 +3,9 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import type { VirtualMachine } from '../../src/harvester/types.js';
+import { decideOwnership } from '../../src/harvester/guest-volumes.js';
+import type { PersistentVolumeClaim } from '../../src/harvester/types.js';
+import type { CsiStandIn } from '../../sandbox/standins/csi/csi.js';
 
 /** PVCs of a namespace that exist and are not being deleted. */
 export async function livePvcs(admin: KubeClient, namespace: string): Promise<Set<string>> {
@@ -50,4 +53,32 @@ export async function waitPvcExists(
     timeoutMs,
     until: (o) => o !== undefined,
   });
+}
+
+/**
+ * A guest cluster's volume as the CSI driver makes it (no label: the released driver sets none),
+ * with its ownership then recorded as the cleanup controller records it from the guest's PVs:
+ * the label the driver's whole-cluster removal selects on and the annotations naming the guest
+ * PV (src/harvester/guest-volumes.ts decideOwnership).
+ */
+export async function recordedVolume(
+  csi: CsiStandIn,
+  admin: KubeClient,
+  req: { namespace: string; size: string; cluster: string },
+): Promise<string> {
+  const name = await csi.createVolume({ namespace: req.namespace, size: req.size });
+  const decision = decideOwnership({
+    cluster: req.cluster,
+    volume: { pv: name, hostPvc: name, claim: `default/data-${name.slice(-5)}` },
+    pvc: await admin.get<PersistentVolumeClaim>(Resources.pvc, { namespace: req.namespace, name }),
+    now: new Date(),
+    path: 'watch',
+  });
+  if (decision.action !== 'label') throw new Error(`${name} cannot be recorded: ${decision.action}`);
+  await admin.patch(
+    Resources.pvc,
+    { namespace: req.namespace, name },
+    { metadata: { labels: decision.labels, annotations: decision.annotations } },
+  );
+  return name;
 }

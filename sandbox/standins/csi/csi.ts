@@ -1,12 +1,16 @@
-// What the Harvester CSI driver (harvester-csi-driver 97b6c358) does on the Harvester
-// side for a guest cluster's volumes: CreateVolume makes a host PVC `pvc-<guest PVC UID>`
-// (RWX, Block, at least 10 MiB, rounded up to 2 MiB); ControllerPublish/Unpublish hot-plug
-// it into the guest's VM with JSON patches on the VM spec pinned to the resourceVersion
-// read (declarative hot-plug, Harvester >= 1.8).
+// What the Harvester CSI driver (harvester-csi-driver 97b6c358) does for a guest cluster's
+// volumes (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes): CreateVolume makes a
+// host PVC named as the CSI volume, `pvc-<guest PVC UID>` (RWX, Block, at least 10 MiB,
+// rounded up to 2 MiB), in its kubeconfig's namespace and with no label (the released driver
+// sets none), then the guest's external-provisioner makes the PersistentVolume naming it
+// (`spec.csi.volumeHandle`) in the guest's own apiserver and the guest's PV controller binds
+// the claim; ControllerPublish/Unpublish hot-plug it into the guest's VM with JSON patches on
+// the VM spec pinned to the resourceVersion read (declarative hot-plug, Harvester >= 1.8).
 import crypto from 'node:crypto';
 import type { KubeClient } from '../../../src/kube/client.js';
-import { Resources } from '../../../src/kube/resources.js';
-import { Labels } from '../names.js';
+import { Resources, type KubeObject } from '../../../src/kube/resources.js';
+import { HARVESTER_CSI_DRIVER } from '../../../src/harvester/guest-volumes.js';
+import type { PersistentVolume } from '../../../src/api/core.js';
 import { formatBinaryQuantity, parseQuantity } from '../quantity.js';
 import type { PersistentVolumeClaim, VirtualMachine } from '../types.js';
 import { isStalePatch } from '../writes.js';
@@ -24,11 +28,24 @@ const RETRY_MAX_MS = 1_000;
 const RETRY_FOR_MS = 15_000;
 
 export interface CreateVolumeRequest {
+  /** The host PVC's namespace: the CSI driver's kubeconfig's (the guest's VMs' namespace). */
   namespace: string;
-  /** Sets guestcluster.harvesterhci.io/name, as only the unmerged harvester-csi-driver#65 does. */
-  guestCluster?: string;
   /** Bytes, or a quantity such as "1Gi". */
   size: number | bigint | string;
+  /**
+   * The guest cluster's apiserver: its PVC (`claim`, default default/data-<random>) and the
+   * PersistentVolume naming the host volume are made there. Without it only the host side.
+   */
+  guest?: KubeClient;
+  claim?: { namespace: string; name: string };
+}
+
+export interface CreatedVolume {
+  /** The host PVC (= the CSI volume id, = the guest PV's name). */
+  hostPvc: string;
+  /** With a guest: its PVC and PV. */
+  guestClaim?: { namespace: string; name: string };
+  guestPv?: string;
 }
 
 export interface HotplugRequest {
@@ -38,7 +55,10 @@ export interface HotplugRequest {
 }
 
 export interface CsiStandIn {
+  /** Resolves with the host PVC's name. */
   createVolume(req: CreateVolumeRequest): Promise<string>;
+  /** The same, with the guest's objects named. */
+  provision(req: CreateVolumeRequest): Promise<CreatedVolume>;
   hotplug(req: HotplugRequest): Promise<void>;
   unplug(req: HotplugRequest): Promise<void>;
 }
@@ -80,25 +100,34 @@ export function csiStandIn(client: KubeClient): CsiStandIn {
     }
   }
 
+  async function provision(req: CreateVolumeRequest): Promise<CreatedVolume> {
+    const size = formatBinaryQuantity(hostVolumeSize(req.size));
+    const claim = req.guest ? await guestClaim(req.guest, req) : undefined;
+    const name = `pvc-${claim?.metadata.uid ?? crypto.randomUUID()}`;
+    await client.create<PersistentVolumeClaim>(Resources.pvc, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, namespace: req.namespace },
+      spec: {
+        accessModes: ['ReadWriteMany'],
+        volumeMode: 'Block',
+        resources: { requests: { storage: size } },
+      },
+    });
+    if (!req.guest || !claim) return { hostPvc: name };
+    await bindGuestVolume(req.guest, claim, name, size);
+    return {
+      hostPvc: name,
+      guestClaim: { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name },
+      guestPv: name,
+    };
+  }
+
   return {
     async createVolume(req) {
-      const name = `pvc-${crypto.randomUUID()}`;
-      await client.create<PersistentVolumeClaim>(Resources.pvc, {
-        apiVersion: 'v1',
-        kind: 'PersistentVolumeClaim',
-        metadata: {
-          name,
-          namespace: req.namespace,
-          ...(req.guestCluster !== undefined ? { labels: { [Labels.guestCluster]: req.guestCluster } } : {}),
-        },
-        spec: {
-          accessModes: ['ReadWriteMany'],
-          volumeMode: 'Block',
-          resources: { requests: { storage: formatBinaryQuantity(hostVolumeSize(req.size)) } },
-        },
-      });
-      return name;
+      return (await provision(req)).hostPvc;
     },
+    provision,
 
     hotplug(req) {
       return patchVm(req, (vm) => {
@@ -147,4 +176,79 @@ export function csiStandIn(client: KubeClient): CsiStandIn {
       });
     },
   };
+}
+
+/** The workload's claim in the guest cluster, on the Harvester storage class. */
+function guestClaim(guest: KubeClient, req: CreateVolumeRequest): Promise<PersistentVolumeClaim> {
+  const at = req.claim ?? { namespace: 'default', name: `data-${crypto.randomBytes(3).toString('hex')}` };
+  return guest.create<PersistentVolumeClaim>(Resources.pvc, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      ...at,
+      annotations: { 'volume.kubernetes.io/storage-provisioner': HARVESTER_CSI_DRIVER },
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      storageClassName: GUEST_STORAGE_CLASS,
+      resources: { requests: { storage: formatBinaryQuantity(parseSize(req.size)) } },
+    },
+  });
+}
+
+/** The storage class Rancher's harvester-csi-driver chart makes in a guest cluster. */
+const GUEST_STORAGE_CLASS = 'harvester';
+
+const parseSize = (size: number | bigint | string): bigint =>
+  typeof size === 'string' ? parseQuantity(size) : BigInt(size);
+
+/**
+ * The guest's external-provisioner makes the PV (named as the volume, its handle the host PVC),
+ * then its PV controller binds the claim to it (the sandbox's guest runs no controller manager).
+ */
+async function bindGuestVolume(
+  guest: KubeClient,
+  claim: PersistentVolumeClaim,
+  name: string,
+  size: string,
+): Promise<void> {
+  const claimAt = { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name };
+  await guest.create<PersistentVolume>(Resources.persistentVolume, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, annotations: { 'pv.kubernetes.io/provisioned-by': HARVESTER_CSI_DRIVER } },
+    spec: {
+      csi: { driver: HARVESTER_CSI_DRIVER, volumeHandle: name, fsType: 'ext4' },
+      claimRef: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        ...claimAt,
+        uid: claim.metadata.uid ?? '',
+      },
+      capacity: { storage: size },
+      accessModes: ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: GUEST_STORAGE_CLASS,
+      volumeMode: 'Filesystem',
+    },
+  });
+  await guest.patch(
+    Resources.persistentVolume,
+    { name, subresource: 'status' },
+    { status: { phase: 'Bound' } },
+  );
+  await guest.patch<KubeObject>(Resources.pvc, claimAt, {
+    metadata: {
+      annotations: {
+        'pv.kubernetes.io/bind-completed': 'yes',
+        'pv.kubernetes.io/bound-by-controller': 'yes',
+      },
+    },
+    spec: { volumeName: name },
+  });
+  await guest.patch(
+    Resources.pvc,
+    { ...claimAt, subresource: 'status' },
+    { status: { phase: 'Bound', capacity: { storage: size }, accessModes: ['ReadWriteOnce'] } },
+  );
 }

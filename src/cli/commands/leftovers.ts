@@ -1,7 +1,8 @@
 // leftovers: what deleted guest clusters left on Harvester: host volumes no VM uses
 // (`volumes orphaned`, harvester#7765), the load balancers their cloud provider made,
 // which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md), and
-// the driver's address claims whose VM is gone (docs/decisions/0016-per-machine-addresses.md).
+// the driver's address claims whose VM is gone (docs/decisions/0016-per-machine-addresses.md),
+// and, with --rancher-kubeconfig, the VMs of guest clusters Rancher no longer has (harvester#7940).
 // Nothing of a guest cluster that still has a VM is ever listed. Dry run by default; with
 // --delete, after one confirmation, each item is re-checked right before its delete and
 // deleted only as the object that was listed.
@@ -14,7 +15,14 @@ import { confirm } from '../confirm.js';
 import type { CliContext, OutputFormat } from '../context.js';
 import { ExitWithCode, UsageError } from '../errors.js';
 import { parseDuration } from '../format/durations.js';
-import { chooseKubeconfig } from '../kubeconfig-source.js';
+import { chooseKubeconfig, readKubeconfigFile } from '../kubeconfig-source.js';
+import {
+  deleteOrphanedVms,
+  renderVmReport,
+  scanOrphanedVms,
+  vmReportJson,
+  type VmDeletionOutcome,
+} from '../leftovers/orphaned-vms.js';
 import { lbReportJson, renderLbReport } from '../leftovers/load-balancer-view.js';
 import {
   deleteLeftoverLoadBalancers,
@@ -36,6 +44,7 @@ import { deleteOrphans, type DeletionOutcome } from './volumes.js';
 interface LeftoversOptions {
   namespace?: string;
   kubeconfig?: string;
+  rancherKubeconfig?: string;
   delete?: boolean;
   yes?: boolean;
   includeUnknown?: boolean;
@@ -48,6 +57,11 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
   const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env);
   const client = KubeClient.fromKubeconfig(content, { trust });
+  const rancher = opts.rancherKubeconfig
+    ? KubeClient.fromKubeconfig(readKubeconfigFile(opts.rancherKubeconfig, '--rancher-kubeconfig'), {
+        trust: 'operator',
+      })
+    : undefined;
   try {
     const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
       if (isForbidden(err) && opts.namespace === undefined)
@@ -63,6 +77,7 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
       ? findLeftoverLoadBalancers(lbScan.loadBalancers, lbScan.vms, { now, minAgeMs })
       : undefined;
     const claimScan = await scanAddressClaims(client, opts.namespace, scan.vms, minAgeMs);
+    const vmScan = await scanOrphanedVms(rancher, scan.vms, minAgeMs, opts.namespace);
     const includeUnknown = Boolean(opts.includeUnknown);
     const report = (): Record<string, unknown> => ({
       volumes: orphanReportJson(volumes),
@@ -71,6 +86,7 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
         ...(lbScan.unreadable ? { vmsUnreadableIn: lbScan.unreadable } : {}),
       },
       addressClaims: claimReportJson(claimScan),
+      virtualMachines: vmReportJson(vmScan),
     });
     const text = (): void => {
       for (const line of renderOrphanReport(volumes, { minAge: opts.minAge })) ctx.out(line);
@@ -83,6 +99,8 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
         ctx.out(line);
       ctx.out();
       for (const line of renderClaimReport(claimScan)) ctx.out(line);
+      ctx.out();
+      for (const line of renderVmReport(vmScan)) ctx.out(line);
     };
     if (!opts.delete) {
       if (opts.output === 'json') ctx.json(report());
@@ -93,14 +111,17 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     const volumeTargets = volumesToDelete(volumes, includeUnknown);
     const lbTargets = lbs ? loadBalancersToDelete(lbs, includeUnknown) : [];
     const claimTargets = claimScan.claims ?? [];
+    const vmTargets = 'scan' in vmScan ? vmScan.scan.orphans : [];
     let volumeOutcome: DeletionOutcome = { deleted: [], skipped: [], failed: [] };
     let lbOutcome: LbDeletionOutcome = { deleted: [], skipped: [], failed: [] };
     let claimOutcome: ClaimDeletionOutcome = { deleted: [], failed: [] };
-    if (volumeTargets.length + lbTargets.length + claimTargets.length === 0) ctx.note('Nothing to delete.');
+    let vmOutcome: VmDeletionOutcome = { deleted: [], skipped: [], failed: [] };
+    if (volumeTargets.length + lbTargets.length + claimTargets.length + vmTargets.length === 0)
+      ctx.note('Nothing to delete.');
     else if (
       !(await confirm(
         ctx,
-        `Delete ${volumeTargets.length} volume(s) and the data on them, ${lbTargets.length} load balancer(s) and the addresses they hold, and ${claimTargets.length} address claim(s)?`,
+        `Delete ${volumeTargets.length} volume(s) and the data on them, ${lbTargets.length} load balancer(s) and the addresses they hold, ${claimTargets.length} address claim(s) and ${vmTargets.length} orphaned VM(s)?`,
         opts.yes,
       ))
     ) {
@@ -114,22 +135,34 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
         namespace: opts.namespace,
       });
       claimOutcome = await deleteLeftoverClaims(client, claimTargets);
+      // The VMs last: their volumes are then orphaned volumes, listed (not deleted) by the next run.
+      if (rancher && vmTargets.length) vmOutcome = await deleteOrphanedVms(client, rancher, vmTargets, minAgeMs);
     }
     if (opts.output === 'json')
       ctx.json({
         ...report(),
-        deletion: { volumes: volumeOutcome, loadBalancers: lbOutcome, addressClaims: claimOutcome },
+        deletion: {
+          volumes: volumeOutcome,
+          loadBalancers: lbOutcome,
+          addressClaims: claimOutcome,
+          virtualMachines: vmOutcome,
+        },
       });
     else
       ctx.out(
         `Volumes: deleted ${volumeOutcome.deleted.length}, skipped ${volumeOutcome.skipped.length}, failed ${volumeOutcome.failed.length}. ` +
           `Load balancers: deleted ${lbOutcome.deleted.length}, skipped ${lbOutcome.skipped.length}, failed ${lbOutcome.failed.length}. ` +
-          `Address claims: deleted ${claimOutcome.deleted.length}, failed ${claimOutcome.failed.length}.`,
+          `Address claims: deleted ${claimOutcome.deleted.length}, failed ${claimOutcome.failed.length}. ` +
+          `Orphaned VMs: deleted ${vmOutcome.deleted.length}, skipped ${vmOutcome.skipped.length}, failed ${vmOutcome.failed.length}.`,
       );
-    if (volumeOutcome.failed.length + lbOutcome.failed.length + claimOutcome.failed.length > 0)
+    if (
+      volumeOutcome.failed.length + lbOutcome.failed.length + claimOutcome.failed.length + vmOutcome.failed.length >
+      0
+    )
       throw new ExitWithCode(1);
   } finally {
     client.close();
+    rancher?.close();
   }
 }
 
@@ -137,7 +170,7 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
   program
     .command('leftovers')
     .description(
-      'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, and fixed-address claims whose VM is gone; --delete removes them',
+      'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, fixed-address claims whose VM is gone, and with --rancher-kubeconfig the VMs of guest clusters Rancher no longer has; --delete removes them',
     )
     .option(
       '-n, --namespace <namespace>',
@@ -146,6 +179,10 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
     .option(
       '--kubeconfig <file>',
       'Harvester kubeconfig (default: HARVESTER_KUBECONFIG_CONTENT, $KUBECONFIG, ~/.kube/config)',
+    )
+    .option(
+      '--rancher-kubeconfig <file>',
+      "Rancher's local cluster: also list the VMs of guest clusters Rancher no longer has (read access to clusters and harvestermachines)",
     )
     .option('--min-age <duration>', 'leave out anything younger than this (0, 90s, 10m, 2h, 7d)', '10m')
     .option('--delete', 'delete what is listed, after a confirmation')

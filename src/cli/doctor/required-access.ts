@@ -12,6 +12,8 @@ export interface AccessNeed {
   usedFor: string;
   /** Without it the driver works and skips one check: a denial is a warning, not a failure. */
   optional?: true;
+  /** Who needs it when not the driver itself: tells two checks of one resource apart. */
+  by?: string;
 }
 
 export const DRIVER_ACCESS: readonly AccessNeed[] = [
@@ -47,6 +49,28 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
     verbs: ['get', 'list', 'delete'],
     scope: 'namespace',
     usedFor: 'plan a removal and delete the volumes Harvester left behind',
+  },
+  {
+    group: '',
+    resource: 'persistentvolumeclaims',
+    // harvester-machine-controller's ownership record (docs/decisions/0015-guest-cluster-volumes.md)
+    verbs: ['patch'],
+    by: 'harvester-machine-controller',
+    scope: 'namespace',
+    usedFor:
+      "harvester-machine-controller: label each host volume with its guest cluster, so a whole-cluster removal finds it (not the driver's)",
+    optional: true,
+  },
+  {
+    group: '',
+    resource: 'pods',
+    // the volume cleanup's check that nothing uses a deleted cluster's volume
+    verbs: ['list'],
+    by: 'harvester-machine-controller',
+    scope: 'namespace',
+    usedFor:
+      "harvester-machine-controller: check that no pod uses a deleted cluster's volume before deleting it (not the driver's)",
+    optional: true,
   },
   {
     group: '',
@@ -134,5 +158,5 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
 /** "virtualmachines.kubevirt.io", "virtualmachines/{start,stop,restart}.subresources.kubevirt.io", "secrets". */
 export function resourceLabel(need: AccessNeed): string {
   const sub = need.subresources ? `/{${need.subresources.join(',')}}` : '';
-  return `${need.resource}${sub}${need.group ? `.${need.group}` : ''}`;
+  return `${need.resource}${sub}${need.group ? `.${need.group}` : ''}${need.by ? ` for ${need.by}` : ''}`;
 }

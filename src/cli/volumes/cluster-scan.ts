@@ -7,8 +7,6 @@ import { isKubeError } from '../../kube/errors.js';
 import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
 import type { ClusterScan, EventLike, HostPvc, PodLike } from '../../harvester/orphaned-volumes.js';
 
-const podResource: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
-
 async function listAll<T>(
   client: KubeClient,
   type: ResourceType,
@@ -37,7 +35,7 @@ export async function scanCluster(client: KubeClient, namespace: string | undefi
     listAll<HostPvc>(client, Resources.pvc, namespace),
     listAll<VirtualMachine>(client, Resources.virtualMachine, namespace),
     listAll<VirtualMachineInstance>(client, Resources.virtualMachineInstance, namespace),
-    listOptional<PodLike>(client, podResource, namespace),
+    listOptional<PodLike>(client, Resources.pod, namespace),
     listOptional<EventLike>(client, Resources.event, namespace),
   ]);
   return { pvcs, vms, vmis, ...(pods ? { pods } : {}), events: events ?? [] };

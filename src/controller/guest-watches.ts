@@ -1,0 +1,287 @@
+// One watch of PersistentVolumes per guest cluster, in the guest's own apiserver, reached
+// through its `<cluster>-kubeconfig` Secret as Cluster API reaches it
+// (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig). The Secret's content is
+// someone else's input (whoever may edit Secrets in the cluster's namespace): inline
+// credentials only (KubeconfigClients, ADR 0012), and the guest's answers are only ever
+// used as names (guest-volumes.ts).
+// Cost while idle: the watch itself, re-opened every 4-5 minutes (the Informer's timeout), so
+// 12-15 requests per guest cluster per hour, and nothing while nothing changes. No watch while
+// the guest cannot be reached: lists are retried with backoff (5 s doubling to 5 min), the
+// state reported (`unreachable`, with the error), and a rejected credential makes the Secret
+// be read again (Rancher rewrites it with a new token).
+import { formatKey, type ObjectKey } from '../api/object-key.js';
+import type { PersistentVolume } from '../api/core.js';
+import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
+import { Informer, isCredentialRejected, type KubeClient } from '../kube/index.js';
+import { KubeconfigError } from '../kube/kubeconfig-content.js';
+import { Resources, type KubeObject } from '../kube/resources.js';
+import type { Logger } from '../log/logger.js';
+import { redact } from '../log/redact.js';
+import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../rancher/names.js';
+import type { SecretObject } from './types.js';
+import type { KubeconfigClients } from './harvester-access.js';
+
+export type GuestWatchState =
+  /** Reading the Secret or listing for the first time. */
+  | 'connecting'
+  | 'watching'
+  /** The guest's apiserver does not answer, or refuses: retried with backoff. */
+  | 'unreachable'
+  /** No `<cluster>-kubeconfig` yet (Rancher writes it once the guest's control plane is up). */
+  | 'no-kubeconfig'
+  /** The Secret cannot be used: not a kubeconfig, or one naming a file, a command or a proxy. */
+  | 'unusable';
+
+export interface GuestWatchStatus {
+  cluster: string;
+  state: GuestWatchState;
+  since: string;
+  detail: string;
+}
+
+interface GuestWatch {
+  key: ObjectKey;
+  state: GuestWatchState;
+  since: number;
+  detail: string;
+  failures: number;
+  informer?: Informer<PersistentVolume>;
+  client?: KubeClient;
+  synced: boolean;
+  timer?: NodeJS.Timeout;
+  stopped: boolean;
+}
+
+export interface GuestWatchesDeps {
+  /** Rancher's local cluster: the Secrets are read here, by name only. */
+  rancher: KubeClient;
+  clients: KubeconfigClients;
+  logger: Logger;
+  /** A PV of the cluster changed (or its first list is in). */
+  onChange: (cluster: ObjectKey) => void;
+  /** The watch changed state (Events, status, metrics). */
+  onState: (cluster: ObjectKey, state: GuestWatchState, detail: string) => void;
+  /** Retries of a guest that cannot be reached: the first pause, and the longest. */
+  backoff?: { initialMs: number; maxMs: number };
+  now?: () => number;
+}
+
+const DEFAULT_BACKOFF = { initialMs: 5_000, maxMs: 300_000 };
+
+/** What the watch keeps of a PV: enough to name its host volume and its claim, nothing more. */
+export function slimPersistentVolume(o: KubeObject): KubeObject {
+  const pv = o as PersistentVolume;
+  const csi = pv.spec?.csi;
+  const ref = pv.spec?.claimRef;
+  return {
+    metadata: {
+      name: pv.metadata.name,
+      ...(pv.metadata.resourceVersion ? { resourceVersion: pv.metadata.resourceVersion } : {}),
+    },
+    spec:
+      csi?.driver === HARVESTER_CSI_DRIVER
+        ? {
+            csi: { driver: csi.driver, volumeHandle: csi.volumeHandle },
+            ...(ref ? { claimRef: { namespace: ref.namespace, name: ref.name } } : {}),
+          }
+        : {},
+  } as PersistentVolume;
+}
+
+export class GuestWatches {
+  private readonly watches = new Map<string, GuestWatch>();
+
+  constructor(private readonly deps: GuestWatchesDeps) {}
+
+  private now(): number {
+    return (this.deps.now ?? Date.now)();
+  }
+
+  /** Starts the cluster's watch unless it runs (idempotent). */
+  ensure(cluster: ObjectKey): void {
+    const key = formatKey(cluster);
+    if (this.watches.has(key)) return;
+    const watch: GuestWatch = {
+      key: cluster,
+      state: 'connecting',
+      since: this.now(),
+      detail: '',
+      failures: 0,
+      synced: false,
+      stopped: false,
+    };
+    this.watches.set(key, watch);
+    void this.connect(watch);
+  }
+
+  has(cluster: ObjectKey): boolean {
+    return this.watches.has(formatKey(cluster));
+  }
+
+  /** The cluster's Harvester volumes as last watched; undefined before the first list. */
+  volumes(cluster: ObjectKey): GuestVolumeList | undefined {
+    const watch = this.watches.get(formatKey(cluster));
+    if (!watch?.synced || !watch.informer) return undefined;
+    return harvesterVolumes(watch.informer.list());
+  }
+
+  /** A client for the guest (the watch's, else one made from the Secret now). */
+  async client(cluster: ObjectKey): Promise<KubeClient> {
+    const watch = this.watches.get(formatKey(cluster));
+    return watch?.client ?? this.makeClient(cluster);
+  }
+
+  /** Host volumes other guest clusters' PVs name, by volume, with who names them. */
+  namedByOthers(except: ObjectKey): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const [key, watch] of this.watches) {
+      if (key === formatKey(except)) continue;
+      for (const v of this.volumes(watch.key)?.volumes ?? [])
+        out.set(v.hostPvc, [
+          ...(out.get(v.hostPvc) ?? []),
+          `PersistentVolume ${v.pv} of guest cluster ${key}`,
+        ]);
+    }
+    return out;
+  }
+
+  status(): GuestWatchStatus[] {
+    return [...this.watches.values()]
+      .map((w) => ({
+        cluster: formatKey(w.key),
+        state: w.state,
+        since: new Date(w.since).toISOString(),
+        detail: w.detail,
+      }))
+      .sort((a, b) => a.cluster.localeCompare(b.cluster));
+  }
+
+  counts(): Map<GuestWatchState, number> {
+    const counts = new Map<GuestWatchState, number>();
+    for (const w of this.watches.values()) counts.set(w.state, (counts.get(w.state) ?? 0) + 1);
+    return counts;
+  }
+
+  async stop(cluster: ObjectKey): Promise<void> {
+    const key = formatKey(cluster);
+    const watch = this.watches.get(key);
+    if (!watch) return;
+    this.watches.delete(key);
+    watch.stopped = true;
+    clearTimeout(watch.timer);
+    await watch.informer?.stop();
+    this.deps.clients.forget(key);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.watches.values()].map((w) => this.stop(w.key)));
+  }
+
+  private setState(watch: GuestWatch, state: GuestWatchState, detail: string): void {
+    if (watch.stopped) return;
+    const changed = watch.state !== state || watch.detail !== detail;
+    if (watch.state !== state) watch.since = this.now();
+    watch.state = state;
+    watch.detail = detail;
+    if (changed) this.deps.onState(watch.key, state, detail);
+  }
+
+  private async makeClient(cluster: ObjectKey): Promise<KubeClient> {
+    const secret = await this.deps.rancher.find<SecretObject>(Resources.secret, {
+      namespace: cluster.namespace,
+      name: guestKubeconfigSecretName(cluster.name),
+    });
+    const raw = secret?.data?.[GUEST_KUBECONFIG_KEY];
+    const client = secret
+      ? this.deps.clients.forContent(
+          formatKey(cluster),
+          secret.metadata.resourceVersion ?? '',
+          raw === undefined ? undefined : Buffer.from(raw, 'base64').toString('utf8'),
+        )
+      : undefined;
+    if (!client) throw new NoKubeconfig(cluster, secret === undefined);
+    return client;
+  }
+
+  /** Reads the Secret, makes the client, lists; on any failure retries with backoff. */
+  private async connect(watch: GuestWatch): Promise<void> {
+    const backoff = this.deps.backoff ?? DEFAULT_BACKOFF;
+    watch.timer = undefined;
+    try {
+      const client = await this.makeClient(watch.key);
+      if (watch.stopped) return;
+      watch.client = client;
+      const informer = new Informer<PersistentVolume>(client, Resources.persistentVolume, {
+        transform: slimPersistentVolume,
+        backoff: { initialMs: backoff.initialMs, maxMs: backoff.maxMs },
+        logger: this.deps.logger.child({ guestCluster: formatKey(watch.key) }),
+        onListed: () => {
+          watch.failures = 0;
+          this.setState(watch, 'watching', '');
+        },
+        onFailure: (err, pauseMs) => {
+          this.setState(
+            watch,
+            'unreachable',
+            `${describe(err)}; retrying in ${Math.round(pauseMs / 1000)} s`,
+          );
+          // Rancher rewrites the Secret with a new token when the old one stops working.
+          if (isCredentialRejected(err)) this.restart(watch, pauseMs);
+        },
+      });
+      informer.on(() => watch.synced && this.deps.onChange(watch.key));
+      watch.informer = informer;
+      await informer.start();
+      if (watch.stopped) return;
+      watch.synced = true;
+      this.deps.onChange(watch.key);
+    } catch (err) {
+      if (watch.stopped) return;
+      await watch.informer?.stop();
+      watch.informer = undefined;
+      watch.client = undefined;
+      watch.synced = false;
+      watch.failures++;
+      const pause = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(watch.failures - 1, 20));
+      const state: GuestWatchState =
+        err instanceof NoKubeconfig && err.absent
+          ? 'no-kubeconfig'
+          : err instanceof NoKubeconfig || err instanceof KubeconfigError
+            ? 'unusable'
+            : 'unreachable';
+      this.setState(watch, state, `${describe(err)}; retrying in ${Math.round(pause / 1000)} s`);
+      watch.timer = setTimeout(() => void this.connect(watch), pause);
+    }
+  }
+
+  /** Drops the client and connects again after `pauseMs` (the Secret read anew). */
+  private restart(watch: GuestWatch, pauseMs: number): void {
+    if (watch.stopped || watch.timer) return;
+    const informer = watch.informer;
+    watch.informer = undefined;
+    watch.client = undefined;
+    watch.synced = false;
+    this.deps.clients.forget(formatKey(watch.key));
+    void informer?.stop();
+    watch.timer = setTimeout(() => void this.connect(watch), pauseMs);
+  }
+}
+
+class NoKubeconfig extends Error {
+  constructor(
+    cluster: ObjectKey,
+    readonly absent: boolean,
+  ) {
+    super(
+      absent
+        ? `Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} does not exist (Rancher writes it once the guest cluster's apiserver is up)`
+        : `Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} has no key ${GUEST_KUBECONFIG_KEY}`,
+    );
+  }
+}
+
+/** An error as a line for the status and Events: never the content (a KubeconfigError quotes none), redacted anyway. */
+function describe(err: unknown): string {
+  if (err instanceof KubeconfigError) return `its ${err.message}`;
+  return redact(err instanceof Error ? (err.message.split('\n')[0] ?? '') : String(err));
+}
