@@ -5,7 +5,11 @@
 // A's volumes and all of B's; a plain removal (node replacement) deletes only the boot disk.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ANNOTATION_REMOVE_ALL_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../src/harvester/labels.js';
+import {
+  ANNOTATION_REMOVE_ALL_PVCS,
+  FINALIZER_HARVESTER_VM_CLEANUP,
+  LABEL_GUEST_CLUSTER_NAME,
+} from '../src/harvester/labels.js';
 import { isConflict } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
@@ -125,6 +129,78 @@ for (const path of ['direct', 'via Rancher'] as const) {
     });
   });
 }
+
+describe('removal beside other guest clusters (ADR 0018)', () => {
+  it('lists only its own cluster’s VMs and PVCs, and keeps a disk another VM of its cluster uses', async () => {
+    const { sandbox } = fixture;
+    const { admin } = sandbox.harvester;
+    const sent: string[] = [];
+    const name = 'clusters-pool1-2b3c4-ssss1';
+    const a = newMachine({
+      name,
+      kubeconfig: sandbox.kubeconfigs.harvesterViaRancher,
+      storePath: store,
+      clusterName: 'clusters',
+      onRequest: (method, path) => sent.push(`${method} ${path}`),
+    });
+    await a.driver.create();
+    const [boot = '?'] = await vmPvcNames(admin, ns, name);
+    await waitPvcExists(admin, ns, boot);
+    // Halted VMs written straight to the apiserver: four of other clusters, one of this
+    // cluster using the machine's disk (as a rescue VM would), with labelled PVCs each.
+    const halted = (vmName: string, cluster: string, claim: string) => ({
+      apiVersion: 'kubevirt.io/v1',
+      kind: 'VirtualMachine',
+      metadata: { name: vmName, namespace: ns, labels: { [LABEL_GUEST_CLUSTER_NAME]: cluster } },
+      spec: {
+        runStrategy: 'Halted',
+        template: {
+          spec: {
+            domain: { devices: {} },
+            volumes: [{ name: 'disk-0', persistentVolumeClaim: { claimName: claim } }],
+          },
+        },
+      },
+    });
+    for (let i = 1; i <= 4; i++) {
+      const pvc = await recordedVolume(sandbox.standIns.csi, admin, {
+        namespace: ns,
+        cluster: `other${i}`,
+        size: '1Gi',
+      });
+      await admin.create(
+        Resources.virtualMachine,
+        halted(`other${i}-pool1-1a2b3-oooo${i}`, `other${i}`, pvc),
+      );
+    }
+    // Made the moment before the removal: the removal may plan from a watch cache that has
+    // not seen it yet, but checks its record against the VMs not older than it (ADR 0018).
+    await admin.create(Resources.virtualMachine, halted('clusters-rescue', 'clusters', boot));
+    sent.length = 0;
+
+    await a.driver.remove();
+
+    const query = (r: string) => new URLSearchParams(r.split('?')[1] ?? '');
+    const lists = sent.filter((r) => /^GET \S*\/(virtualmachines|persistentvolumeclaims)(\?|$)/.test(r));
+    assert.ok(lists.length > 0, sent.join('\n'));
+    for (const list of lists)
+      assert.equal(query(list).get('labelSelector'), `${LABEL_GUEST_CLUSTER_NAME}=clusters`, list);
+    // The plan kept is made from a list not older than the record, sent after it.
+    const record = sent.findIndex((r) => /^PATCH \S*\/virtualmachines\/clusters-pool1-2b3c4-ssss1$/.test(r));
+    const deletion = sent.findIndex((r) => /^DELETE \S*\/virtualmachines\//.test(r));
+    assert.ok(record >= 0 && deletion > record, sent.join('\n'));
+    const check = sent
+      .slice(record, deletion)
+      .filter(
+        (r) => /\/virtualmachines\?/.test(r) && query(r).get('resourceVersionMatch') === 'NotOlderThan',
+      );
+    assert.equal(check.length, 1, `no check "not older than" the record: ${sent.join('\n')}`);
+    assert.ok((await livePvcs(admin, ns)).has(boot), `${boot} is used by clusters-rescue and must stay`);
+    await admin.delete(Resources.virtualMachine, { namespace: ns, name: 'clusters-rescue' });
+    for (let i = 1; i <= 4; i++)
+      await admin.delete(Resources.virtualMachine, { namespace: ns, name: `other${i}-pool1-1a2b3-oooo${i}` });
+  });
+});
 
 describe('removal of a VM whose claim name is hostile', () => {
   it('never records a claim name holding a comma: another VM’s disk and a shared volume stay', async () => {

@@ -5,7 +5,8 @@
 //   Create:  GET image (storage class), POST VM, then waitForReady, then GetIP.
 //   Start:   PUT start, waitForReady.            Stop: PUT stop, waitForState(Stopped).
 //   Restart: GET VMI (its uid), PUT restart, poll GET VMI until the uid differs, waitForReady.
-//   Remove:  GET VM, PUT VM (removedPersistentVolumeClaims), DELETE VM, poll GET VM until 404.
+//   Remove:  GET VM, [LIST the cluster's labelled PVCs on a whole-cluster removal], PUT VM
+//            (removedPersistentVolumeClaims), DELETE VM, poll GET VM until 404.
 //   waitForReady = waitForState(Running), then poll GetIP until it is not empty.
 //   GetState = GET VM, GET VMI (404: Stopped; phase Running: Running).
 //   GetIP    = GetState (drivers.MustBeRunning), then GET VMI: interfaces[0], IPv4 only.
@@ -15,7 +16,11 @@
 import crypto from 'node:crypto';
 import type { DriverConfig } from '../../src/driver/config.js';
 import { generateSshKeyPair } from '../../src/driver/ssh-keys.js';
-import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
+import {
+  ANNOTATION_REMOVE_ALL_PVCS,
+  ANNOTATION_REMOVED_PVCS,
+  LABEL_GUEST_CLUSTER_NAME,
+} from '../../src/harvester/labels.js';
 import { namespacedName } from '../../src/harvester/names.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../src/harvester/types.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
@@ -172,10 +177,20 @@ export class GoPollingDriver {
   async remove(): Promise<void> {
     const vm = await this.getVm();
     if (!vm) return;
-    // patchRemovedPVCs, plain removal: every claim that is not hot-pluggable; a full Update.
+    // patchRemovedPVCs: the claims that are not hot-pluggable; with Rancher's whole-cluster
+    // annotation every claim, and the namespace's PVCs labelled for the cluster (one LIST).
+    const removeAll = vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS] === 'true';
     const claims = (vm.spec.template.spec.volumes ?? [])
-      .filter((v) => v.persistentVolumeClaim && !v.persistentVolumeClaim.hotpluggable)
+      .filter((v) => v.persistentVolumeClaim && (removeAll || !v.persistentVolumeClaim.hotpluggable))
       .map((v) => v.persistentVolumeClaim?.claimName ?? '');
+    if (removeAll) {
+      const labelled = await this.client.list(Resources.pvc, {
+        namespace: this.cfg.VMNamespace,
+        labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${this.cfg.ClusterName}`,
+      });
+      for (const pvc of labelled.items)
+        if (!claims.includes(pvc.metadata.name)) claims.push(pvc.metadata.name);
+    }
     vm.metadata.annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVED_PVCS]: claims.join(',') };
     await this.client.update(Resources.virtualMachine, vm);
     await this.client.delete(Resources.virtualMachine, this.at, { propagationPolicy: 'Foreground' });

@@ -90,8 +90,8 @@ describe('removal preview', () => {
     ]);
     const hostile = planRemoval({
       vm,
-      pvcsInNamespace: ['m1-disk-0', 'shared-data', 'db-of-vm2'].map((n) => pvc(n, 'default')),
-      vmsInNamespace: [vm],
+      pvcs: ['m1-disk-0', 'shared-data', 'db-of-vm2'].map((n) => pvc(n, 'default')),
+      vms: [vm],
       removeAll: false,
       clusterName: 'c1',
     });

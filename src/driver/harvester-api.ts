@@ -20,6 +20,7 @@ import type {
   VirtualMachineInstance,
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
+import type { ListRead } from '../harvester/removal-reads.js';
 import type { ConfigMapObject } from '../harvester/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
 import { credentialRejected, type CredentialSource } from './credential-error.js';
@@ -113,12 +114,27 @@ export class HarvesterApi {
     return this.guard(() => this.client.find<Vmi>(Resources.virtualMachineInstance, { namespace, name }));
   }
 
-  async listVms(namespace: string): Promise<Vm[]> {
-    return (await this.guard(() => this.client.list<Vm>(Resources.virtualMachine, { namespace }))).items;
+  /** The namespace's VMs; with a label selector, only those it selects; as `read` says (default consistent). */
+  async listVms(namespace: string, labelSelector?: string, read: ListRead = 'consistent'): Promise<Vm[]> {
+    const opts = {
+      namespace,
+      ...(labelSelector !== undefined ? { labelSelector } : {}),
+      ...(read === 'cached' ? { resourceVersion: '0' } : {}),
+      ...(typeof read === 'object'
+        ? { resourceVersion: read.notOlderThan, resourceVersionMatch: 'NotOlderThan' as const }
+        : {}),
+    };
+    return (await this.guard(() => this.client.list<Vm>(Resources.virtualMachine, opts))).items;
   }
 
-  async listPvcs(namespace: string): Promise<Pvc[]> {
-    return (await this.guard(() => this.client.list<Pvc>(Resources.pvc, { namespace }))).items;
+  /** The namespace's PVCs; with a label selector, only those it selects. */
+  async listPvcs(namespace: string, labelSelector?: string): Promise<Pvc[]> {
+    const opts = { namespace, ...(labelSelector !== undefined ? { labelSelector } : {}) };
+    return (await this.guard(() => this.client.list<Pvc>(Resources.pvc, opts))).items;
+  }
+
+  findPvc(namespace: string, name: string): Promise<Pvc | undefined> {
+    return this.guard(() => this.client.find<Pvc>(Resources.pvc, { namespace, name }));
   }
 
   /** The namespace's Harvester load balancers (the dry run names a whole-cluster deletion's). */

@@ -21,6 +21,7 @@ import {
   type SavedConfig,
 } from './go-json.js';
 import { HarvesterApi } from './harvester-api.js';
+import { generateSshKeyPairInBackground, type SshKeyPair } from './ssh-keys.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import type { FlagValues, McnFlag, MachineDriver, MachineState } from './machine-driver.js';
@@ -33,7 +34,7 @@ import { removeMachine, planMachineRemoval } from './operations/remove.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
 import type { RemovalPlan } from '../harvester/removal-plan.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
-import type { ObjectMeta } from '../harvester/types.js';
+import type { ObjectMeta, VirtualMachine } from '../harvester/types.js';
 import { isKubeError } from '../kube/errors.js';
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
@@ -57,6 +58,8 @@ export interface HarvesterDriverOptions {
    * CLI's is its operator's own, which it checks itself where it is a credential's.
    */
   kubeconfigTrust?: KubeconfigTrust;
+  /** Makes a new SSH key pair for Create (default: RSA 2048 on libuv's thread pool). */
+  newSshKey?: () => Promise<SshKeyPair>;
 }
 
 export class HarvesterDriver implements MachineDriver {
@@ -68,6 +71,8 @@ export class HarvesterDriver implements MachineDriver {
   private readonly env: Readonly<Record<string, string | undefined>>;
   private readonly log: Logger;
   private readonly trust: KubeconfigTrust;
+  /** The SSH key pair for the Create after a PreCreateCheck, made while the check runs. */
+  private keyInAdvance: Promise<SshKeyPair> | undefined;
 
   constructor(private readonly options: HarvesterDriverOptions = {}) {
     this.trust = options.kubeconfigTrust ?? 'credential';
@@ -156,11 +161,23 @@ export class HarvesterDriver implements MachineDriver {
   }
 
   preCreateCheck(): Promise<void> {
+    // rancher-machine calls Create next: its new SSH key is made meanwhile, beside the check's requests.
+    if (!this.config.SSHPrivateKeyPath && !this.keyInAdvance) {
+      this.keyInAdvance = this.newSshKey();
+      this.keyInAdvance.catch(() => undefined); // Create makes one itself if this failed
+    }
     return this.run((ctx) => preCreateCheck(ctx));
   }
 
   create(): Promise<void> {
-    return this.run((ctx) => createMachine(ctx));
+    const ready = this.keyInAdvance;
+    this.keyInAdvance = undefined;
+    const newSshKey = ready ? () => ready.catch(() => this.newSshKey()) : () => this.newSshKey();
+    return this.run((ctx) => createMachine({ ...ctx, newSshKey }));
+  }
+
+  private newSshKey(): Promise<SshKeyPair> {
+    return (this.options.newSshKey ?? generateSshKeyPairInBackground)();
   }
 
   async remove(): Promise<void> {
@@ -173,11 +190,15 @@ export class HarvesterDriver implements MachineDriver {
    */
   planRemoval(options: { wholeCluster?: boolean } = {}): Promise<RemovalPlan | undefined> {
     return this.run(async (ctx) => {
-      const vm = await ctx.api.findVm(ctx.config.VMNamespace, ctx.config.MachineName);
-      if (!vm) return undefined;
-      if (!options.wholeCluster) return planMachineRemoval(ctx, vm);
-      const annotations = { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' };
-      return planMachineRemoval(ctx, { ...vm, metadata: { ...vm.metadata, annotations } });
+      const asWholeCluster = (vm: VirtualMachine): VirtualMachine => ({
+        ...vm,
+        metadata: {
+          ...vm.metadata,
+          annotations: { ...vm.metadata.annotations, [ANNOTATION_REMOVE_ALL_PVCS]: 'true' },
+        },
+      });
+      const planned = await planMachineRemoval(ctx, options.wholeCluster ? { adjust: asWholeCluster } : {});
+      return planned?.plan;
     });
   }
 

@@ -35,11 +35,25 @@ export interface SshKeyPair {
   publicKey: string;
 }
 
-export function generateSshKeyPair(): SshKeyPair {
-  const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+function keyPairOf(privateKey: crypto.KeyObject, publicKey: crypto.KeyObject): SshKeyPair {
   const privateKeyPem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
   registerSecret(privateKeyPem);
   return { privateKeyPem, publicKey: rsaPublicKeyToOpenSsh(publicKey) };
+}
+
+export function generateSshKeyPair(): SshKeyPair {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return keyPairOf(privateKey, publicKey);
+}
+
+/** The same, made on libuv's thread pool: the event loop (and requests in flight) go on meanwhile. */
+export function generateSshKeyPairInBackground(): Promise<SshKeyPair> {
+  return new Promise((resolve, reject) => {
+    crypto.generateKeyPair('rsa', { modulusLength: 2048 }, (err, publicKey, privateKey) => {
+      if (err) reject(err);
+      else resolve(keyPairOf(privateKey, publicKey));
+    });
+  });
 }
 
 /** Writes id_rsa (0600) and id_rsa.pub (0644) atomically enough for one writer. */

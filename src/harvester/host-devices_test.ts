@@ -206,10 +206,10 @@ describe('host devices and removal', () => {
       pvc('pvc-guest-1', 'default', { 'guestcluster.harvesterhci.io/name': 'c1' }),
     ];
     for (const removeAll of [false, true]) {
-      const inputs = { pvcsInNamespace: pvcs, removeAll, clusterName: 'c1' };
+      const inputs = { pvcs: pvcs, removeAll, clusterName: 'c1' };
       assert.deepEqual(
-        planRemoval({ ...inputs, vm: withDevices, vmsInNamespace: [withDevices] }),
-        planRemoval({ ...inputs, vm: plain, vmsInNamespace: [plain] }),
+        planRemoval({ ...inputs, vm: withDevices, vms: [withDevices] }),
+        planRemoval({ ...inputs, vm: plain, vms: [plain] }),
       );
     }
   });

@@ -11,15 +11,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { runningVmiArb } from './testing/vmi-arbitrary.js';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { planRemoval, removedPvcsAnnotationValue, type RemovalInputs } from './removal-plan.js';
-import type {
-  PersistentVolumeClaim,
-  VMIVolumeStatus,
-  VirtualMachine,
-  VirtualMachineInstance,
-  Volume,
-} from './types.js';
+import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance, Volume } from './types.js';
 
 /** Kubernetes' rule for PVC names, written here apart from the implementation. */
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -135,37 +130,14 @@ function vm(name: string, namespace: string, volumes: Volume[], deleting = false
  * volume of that name; an entry for no volume of the spec is a hot-plug known only there.
  */
 function vmiArb(w: World, template: Volume[]): fc.Arbitrary<VirtualMachineInstance | undefined> {
-  const statusEntry = (volumes: Volume[]): fc.Arbitrary<VMIVolumeStatus> =>
-    fc
-      .record({
-        name: fc.constantFrom(...VOLUME_NAMES),
-        hot: fc.boolean(),
-        orphanClaim: fc.option(fc.constantFrom(...w.claims, ...w.hostileClaims), { nil: undefined }),
-      })
-      .map(({ name, hot, orphanClaim }) => {
-        const volume = volumes.find((v) => v.name === name);
-        const claimName = volume
-          ? (volume.persistentVolumeClaim?.claimName ?? volume.dataVolume?.name)
-          : orphanClaim;
-        return {
-          name,
-          ...(claimName ? { persistentVolumeClaimInfo: { claimName } } : {}),
-          ...(hot ? { hotplugVolume: { attachPodName: `hp-${name}` } } : {}),
-        };
-      });
-  const withStatus = (volumes: Volume[]): fc.Arbitrary<VirtualMachineInstance> =>
-    fc.uniqueArray(statusEntry(volumes), { maxLength: 4, selector: (s) => s.name }).map((volumeStatus) => ({
-      metadata: { name: w.vmName, namespace: w.namespaces[0] ?? '' },
-      spec: { domain: { devices: {} }, volumes },
-      status: { phase: 'Running' as const, volumeStatus },
-    }));
-  return fc.option(
-    fc.oneof(
-      { weight: 3, arbitrary: withStatus(template) },
-      { weight: 1, arbitrary: volumesArb(w, 5).chain(withStatus) },
-    ),
-    { nil: undefined },
-  );
+  return runningVmiArb({
+    name: w.vmName,
+    namespace: w.namespaces[0] ?? '',
+    volumeNames: VOLUME_NAMES,
+    orphanClaims: fc.option(fc.constantFrom(...w.claims, ...w.hostileClaims), { nil: undefined }),
+    template,
+    otherVolumes: volumesArb(w, 5),
+  });
 }
 
 function pvcArb(w: World, namespaces = w.namespaces): fc.Arbitrary<PersistentVolumeClaim> {
@@ -225,8 +197,8 @@ const caseArb: fc.Arbitrary<Case> = worldArb.chain((w) =>
           inputs: {
             vm: target,
             ...(vmi ? { vmi } : {}),
-            pvcsInNamespace: pvcs,
-            vmsInNamespace: includeSelf ? [target, ...others] : others,
+            pvcs: pvcs,
+            vms: includeSelf ? [target, ...others] : others,
             removeAll,
             clusterName: w.clusterName,
           },
@@ -276,14 +248,12 @@ describe('planRemoval: safety over random worlds', () => {
           ),
         ]);
         const here = new Set(
-          c.inputs.pvcsInNamespace
-            .filter((p) => p.metadata.namespace === home(c))
-            .map((p) => p.metadata.name),
+          c.inputs.pvcs.filter((p) => p.metadata.namespace === home(c)).map((p) => p.metadata.name),
         );
         const labelled = (name: string): boolean =>
           c.inputs.removeAll &&
           c.w.clusterName !== '' &&
-          c.inputs.pvcsInNamespace.some(
+          c.inputs.pvcs.some(
             (p) =>
               p.metadata.namespace === home(c) &&
               p.metadata.name === name &&
@@ -355,8 +325,8 @@ describe('planRemoval: safety over random worlds', () => {
         ([c, pvcs, vms]) => {
           const crowded: RemovalInputs = {
             ...c.inputs,
-            pvcsInNamespace: [...c.inputs.pvcsInNamespace, ...pvcs],
-            vmsInNamespace: [...c.inputs.vmsInNamespace, ...vms],
+            pvcs: [...c.inputs.pvcs, ...pvcs],
+            vms: [...c.inputs.vms, ...vms],
           };
           assert.deepEqual(planned(crowded), planned(c.inputs));
         },
@@ -369,7 +339,7 @@ describe('planRemoval: safety over random worlds', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         for (const name of planned(c.inputs)) {
-          for (const p of c.inputs.pvcsInNamespace) {
+          for (const p of c.inputs.pvcs) {
             if (p.metadata.namespace !== home(c) || p.metadata.name !== name) continue;
             const owner = p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME];
             assert.ok(
@@ -387,7 +357,7 @@ describe('planRemoval: safety over random worlds', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         const used = new Set(
-          c.inputs.vmsInNamespace
+          c.inputs.vms
             .filter((v) => v.metadata.namespace === home(c) && v.metadata.name !== c.w.vmName)
             .flatMap((v) => claimsOf(v.spec.template.spec.volumes)),
         );
@@ -438,11 +408,11 @@ describe('planRemoval: the cases the properties found', () => {
     const plan = planRemoval({
       vm: target,
       vmi,
-      pvcsInNamespace: ['boot', 'new-claim', 'workload'].map((name) => ({
+      pvcs: ['boot', 'new-claim', 'workload'].map((name) => ({
         metadata: { name, namespace: 'default' },
         spec: {},
       })),
-      vmsInNamespace: [],
+      vms: [],
       removeAll: false,
       clusterName: 'c1',
     });

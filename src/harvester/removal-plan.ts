@@ -9,7 +9,8 @@
 //   the hot-plugged volumes go too, and every PVC in the VM's namespace labelled
 //   guestcluster.harvesterhci.io/name=<cluster>.
 // - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
-//   guest cluster, or a PVC that another existing VM still references.
+//   guest cluster, or a PVC that another existing VM of the inputs still references (which
+//   VMs the removal reads, and what that leaves to Harvester: removal-reads.ts, ADR 0018).
 // - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
 //   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
 // Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
@@ -32,10 +33,17 @@ import type {
 export interface RemovalInputs {
   vm: VirtualMachine;
   vmi?: VirtualMachineInstance;
-  /** Every PVC of the VM's namespace (entries of other namespaces are never deleted). */
-  pvcsInNamespace: readonly PersistentVolumeClaim[];
-  /** Every VM of the VM's namespace, the VM itself included or not. */
-  vmsInNamespace: readonly VirtualMachine[];
+  /**
+   * The PVCs the removal read (removal-reads.ts): each one the VM names, and for a whole-cluster
+   * removal those labelled for its cluster. A claim with no entry here names no PVC and is
+   * refused; entries of other namespaces are never deleted.
+   */
+  pvcs: readonly PersistentVolumeClaim[];
+  /**
+   * The VMs whose use of a PVC protects it, the VM itself included or not: the guest
+   * cluster's, or every VM of the namespace for a machine outside one (removal-reads.ts).
+   */
+  vms: readonly VirtualMachine[];
   removeAll: boolean;
   /** The guest cluster the machine belongs to (ClusterName); "" for a machine outside one. */
   clusterName: string;
@@ -67,7 +75,7 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z
 const MAX_PVC_NAME = 253;
 
 /** Why a claim name can be no PVC's name; undefined when it can be one. */
-function claimNameProblem(name: string): string | undefined {
+export function claimNameProblem(name: string): string | undefined {
   if (name.length > MAX_PVC_NAME) return `longer than ${MAX_PVC_NAME} characters`;
   if (!DNS1123_SUBDOMAIN.test(name)) {
     return "not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'; no comma or space)";
@@ -200,14 +208,14 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
   // Guest-cluster labels of the namespace's PVCs by name (a list: a stale or merged listing
   // could hold a name twice, and then any foreign label is enough to keep it).
   const clusterLabels = new Map<string, Array<string | undefined>>();
-  for (const pvc of inputs.pvcsInNamespace) {
+  for (const pvc of inputs.pvcs) {
     if (pvc.metadata.namespace !== namespace) continue;
     const labels = clusterLabels.get(pvc.metadata.name) ?? [];
     labels.push(pvc.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME]);
     clusterLabels.set(pvc.metadata.name, labels);
   }
   const usedBy = new Map<string, string[]>();
-  for (const other of inputs.vmsInNamespace) {
+  for (const other of inputs.vms) {
     if (other.metadata.namespace !== namespace || other.metadata.name === vmName) continue;
     for (const claim of new Set(referencedClaims(other.spec.template.spec.volumes))) {
       usedBy.set(claim, [...(usedBy.get(claim) ?? []), other.metadata.name]);
@@ -261,7 +269,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
 
   // An empty cluster name would select every PVC labelled with an empty value: select none.
   if (removeAll && clusterName !== '') {
-    const labelled = inputs.pvcsInNamespace
+    const labelled = inputs.pvcs
       .filter((p) => p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === clusterName)
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     for (const pvc of labelled) {

@@ -38,8 +38,8 @@ describe('planRemoval: examples', () => {
   const otherVm = vmWith('c1-pool-abc-x2', 'default', [pvcVolume('pvc-guest-3', 'pvc-guest-3', true)]);
   const base: RemovalInputs = {
     vm,
-    pvcsInNamespace: pvcs,
-    vmsInNamespace: [vm, otherVm],
+    pvcs: pvcs,
+    vms: [vm, otherVm],
     removeAll: false,
     clusterName: 'c1',
   };
@@ -81,7 +81,7 @@ describe('planRemoval: examples', () => {
     );
   });
 
-  it("whole cluster: a volume the cleanup controller recorded says which guest volume it is", () => {
+  it('whole cluster: a volume the cleanup controller recorded says which guest volume it is', () => {
     const recorded = pvc('pvc-guest-2', 'default', { [CLUSTER_LABEL]: 'c1' });
     recorded.metadata.annotations = {
       'harvester-machine.io/guest-volume': 'pvc-guest-2',
@@ -91,7 +91,7 @@ describe('planRemoval: examples', () => {
     const plan = planRemoval({
       ...base,
       removeAll: true,
-      pvcsInNamespace: pvcs.map((p) => (p.metadata.name === 'pvc-guest-2' ? recorded : p)),
+      pvcs: pvcs.map((p) => (p.metadata.name === 'pvc-guest-2' ? recorded : p)),
     });
     assert.equal(
       plan.pvcs.find((p) => p.name === 'pvc-guest-2')?.reason,
@@ -103,8 +103,8 @@ describe('planRemoval: examples', () => {
     const odd = vmWith('vm1', 'default', [pvcVolume('disk-0', 'shared-disk')]);
     const plan = planRemoval({
       vm: odd,
-      pvcsInNamespace: [pvc('shared-disk', 'default', { [CLUSTER_LABEL]: 'c2' })],
-      vmsInNamespace: [odd],
+      pvcs: [pvc('shared-disk', 'default', { [CLUSTER_LABEL]: 'c2' })],
+      vms: [odd],
       removeAll: true,
       clusterName: 'c1',
     });
@@ -126,8 +126,8 @@ describe('planRemoval: examples', () => {
     const plan = planRemoval({
       vm: vm2,
       vmi,
-      pvcsInNamespace: pvcs,
-      vmsInNamespace: [],
+      pvcs: pvcs,
+      vms: [],
       removeAll: false,
       clusterName: '',
     });
@@ -136,8 +136,8 @@ describe('planRemoval: examples', () => {
     const all = planRemoval({
       vm: vm2,
       vmi,
-      pvcsInNamespace: pvcs,
-      vmsInNamespace: [],
+      pvcs: pvcs,
+      vms: [],
       removeAll: true,
       clusterName: '',
     });
@@ -149,7 +149,7 @@ describe('planRemoval: examples', () => {
       ...base,
       removeAll: true,
       clusterName: '',
-      pvcsInNamespace: [pvc('x', 'default', { [CLUSTER_LABEL]: '' })],
+      pvcs: [pvc('x', 'default', { [CLUSTER_LABEL]: '' })],
     });
     assert.ok(!names(plan.pvcs).includes('x'));
   });
@@ -158,7 +158,7 @@ describe('planRemoval: examples', () => {
     const user = vmWith('other', 'default', [
       { name: 'dv', dataVolume: { name: 'c1-pool-abc-x1-disk-1-bbbbb' } },
     ]);
-    const plan = planRemoval({ ...base, vmsInNamespace: [vm, user] });
+    const plan = planRemoval({ ...base, vms: [vm, user] });
     assert.deepEqual(names(plan.pvcs), ['c1-pool-abc-x1-disk-0-aaaaa']);
     assert.equal(
       plan.kept.find((k) => k.name === 'c1-pool-abc-x1-disk-1-bbbbb')?.reason,
@@ -261,8 +261,8 @@ const inputsArb: fc.Arbitrary<RemovalInputs> = fc
     fc.record({
       vm: fc.constant(vmWith('vm-0', 'ns-a', volumes)),
       vmi: vmiArb(volumes),
-      pvcsInNamespace: fc.array(pvcArb, { maxLength: 10 }),
-      vmsInNamespace: fc.array(otherVmArb, { maxLength: 4 }),
+      pvcs: fc.array(pvcArb, { maxLength: 10 }),
+      vms: fc.array(otherVmArb, { maxLength: 4 }),
       removeAll: fc.boolean(),
       clusterName: fc.constantFrom(...CLUSTERS),
     }),
@@ -301,7 +301,7 @@ describe('planRemoval: properties', () => {
           ...claimsOf(i.vmi?.spec?.volumes),
         ]);
         const here = new Set(
-          i.pvcsInNamespace.filter((p) => p.metadata.namespace === 'ns-a').map((p) => p.metadata.name),
+          i.pvcs.filter((p) => p.metadata.namespace === 'ns-a').map((p) => p.metadata.name),
         );
         for (const p of plan.pvcs)
           assert.ok(own.has(p.name) || here.has(p.name), `${p.name} is neither the VM's nor in ns-a`);
@@ -315,7 +315,7 @@ describe('planRemoval: properties', () => {
       fc.property(inputsArb, (i) => {
         const plan = planRemoval(i);
         for (const p of plan.pvcs) {
-          for (const candidate of i.pvcsInNamespace) {
+          for (const candidate of i.pvcs) {
             if (candidate.metadata.namespace !== 'ns-a' || candidate.metadata.name !== p.name) continue;
             const owner = candidate.metadata.labels?.[CLUSTER_LABEL];
             assert.ok(owner === undefined || owner === i.clusterName, `${p.name} belongs to "${owner}"`);
@@ -330,7 +330,7 @@ describe('planRemoval: properties', () => {
     fc.assert(
       fc.property(inputsArb, (i) => {
         const used = new Set(
-          i.vmsInNamespace
+          i.vms
             .filter((v) => v.metadata.namespace === 'ns-a' && v.metadata.name !== 'vm-0')
             .flatMap((v) => claimsOf(v.spec.template.spec.volumes)),
         );
@@ -368,7 +368,7 @@ describe('planRemoval: properties', () => {
             .filter((c) => i.removeAll || !hotPluggedClaims(i).has(c)),
         );
         if (i.removeAll && i.clusterName !== '') {
-          for (const p of i.pvcsInNamespace) {
+          for (const p of i.pvcs) {
             if (p.metadata.namespace === 'ns-a' && p.metadata.labels?.[CLUSTER_LABEL] === i.clusterName) {
               candidates.add(p.metadata.name);
             }

@@ -61,6 +61,13 @@ export interface ListOptions {
   /** Page size; the answer's metadata.continue fetches the next page. */
   limit?: number;
   continue?: string;
+  /**
+   * "0": any state the watch cache has, at once (possibly behind etcd). With
+   * resourceVersionMatch "NotOlderThan": a state at least as new as this revision, from the
+   * watch cache once it has seen it. Default: a consistent read.
+   */
+  resourceVersion?: string;
+  resourceVersionMatch?: 'NotOlderThan';
 }
 
 export interface DeleteOptions {
@@ -245,6 +252,8 @@ export class KubeClient {
         fieldSelector: opts.fieldSelector,
         limit: opts.limit,
         continue: opts.continue,
+        resourceVersion: opts.resourceVersion,
+        resourceVersionMatch: opts.resourceVersionMatch,
       },
       operation: describeOperation('list', type, at),
     });

@@ -48,6 +48,8 @@ export interface MachineSpec {
   argv?: string[];
   /** How often a wait without news logs a "Still waiting" line (the driver's default: 15 s). */
   progressIntervalMs?: number;
+  /** Called once per HTTP request the driver sends (method, path with its query). */
+  onRequest?: (method: string, path: string) => void;
 }
 
 export function machineFlags(spec: MachineSpec): Map<string, FlagValue> {
@@ -73,6 +75,7 @@ export function newMachine(spec: MachineSpec): { driver: HarvesterDriver; log: C
     argv: spec.argv ?? [],
     env: spec.env ?? {},
     ...(spec.progressIntervalMs !== undefined ? { progressIntervalMs: spec.progressIntervalMs } : {}),
+    ...(spec.onRequest ? { clientOptions: { onRequest: spec.onRequest } } : {}),
   });
   driver.setConfigRaw(Buffer.from(JSON.stringify({ MachineName: spec.name, StorePath: spec.storePath })));
   driver.setConfigFromFlags(machineFlags(spec));

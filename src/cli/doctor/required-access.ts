@@ -45,7 +45,7 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
   {
     group: '',
     resource: 'persistentvolumeclaims',
-    // listPvcs (removal plan), deletePvc (volumes Harvester left behind)
+    // findPvc and listPvcs by the guest cluster's label (removal plan), deletePvc (volumes Harvester left behind)
     verbs: ['get', 'list', 'delete'],
     scope: 'namespace',
     usedFor: 'plan a removal and delete the volumes Harvester left behind',

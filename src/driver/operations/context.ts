@@ -4,6 +4,7 @@ import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import type { Logger } from '../../log/logger.js';
 import type { DriverConfig } from '../config.js';
 import type { HarvesterApi } from '../harvester-api.js';
+import type { SshKeyPair } from '../ssh-keys.js';
 
 export interface ProgressEvent {
   /** "create", "remove", ... */
@@ -26,6 +27,8 @@ export interface OperationContext {
   sshKeyPath: string;
   /** Whose the kubeconfig content is: a cloud credential's (the plugin) or the operator's (the CLI). */
   kubeconfigTrust: KubeconfigTrust;
+  /** A new SSH key pair for Create; the driver may have started making it during PreCreateCheck. */
+  newSshKey?: () => Promise<SshKeyPair>;
 }
 
 export const seconds = (s: number): number => s * 1000;

@@ -11,7 +11,7 @@ import { namespacedName } from '../../harvester/names.js';
 import type { Secret } from '../../harvester/types.js';
 import { buildVirtualMachine } from '../../harvester/vm-spec.js';
 import { registerSecret } from '../../log/redact.js';
-import { generateSshKeyPair, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
+import { generateSshKeyPairInBackground, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
 import type { Vm } from '../harvester-api.js';
 import { fixedAddressAnnotation, ANNOTATION_FIXED_ADDRESS } from '../../harvester/address-claims.js';
 import { isOurAbandonedVm } from './adopt.js';
@@ -52,7 +52,7 @@ async function ensureSshKey(ctx: OperationContext): Promise<void> {
   if (!cfg.SSHPrivateKeyPath) {
     ctx.log.info('Creating New SSH Key');
     if (!((await exists(keyPath)) && (await exists(`${keyPath}.pub`)))) {
-      await writeSshKeyPair(keyPath, generateSshKeyPair());
+      await writeSshKeyPair(keyPath, await (ctx.newSshKey ?? generateSshKeyPairInBackground)());
     }
     cfg.SSHPublicKey = await readPublicKeyFor(keyPath);
     ctx.log.info(`Using public Key: ${keyPath}.pub`);

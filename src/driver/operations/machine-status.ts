@@ -10,9 +10,14 @@ import { vmRef, type OperationContext } from './context.js';
 
 export async function machineState(ctx: OperationContext): Promise<MachineState> {
   const { VMNamespace: ns, MachineName: name } = ctx.config;
-  const vm = await ctx.api.findVm(ns, name);
+  // Both at once; the VM's answer comes first (its error is the one reported, a VMI without its
+  // VM is not looked at).
+  const vmRead = ctx.api.findVm(ns, name);
+  const vmiRead = ctx.api.findVmi(ns, name);
+  vmiRead.catch(() => undefined); // counted only once the VM is read
+  const vm = await vmRead;
   if (!vm) return MachineState.NotFound;
-  return machineStateOf(vm, await ctx.api.findVmi(ns, name));
+  return machineStateOf(vm, await vmiRead);
 }
 
 /** The interface that gives the node IP: the one of --harvester-ip-network, else any. */

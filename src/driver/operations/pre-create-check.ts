@@ -108,7 +108,9 @@ async function checkNetworks(ctx: OperationContext, problems: Problems): Promise
 export async function preCreateCheck(ctx: OperationContext): Promise<void> {
   const configIssues = configProblems(ctx.config, undefined, ctx.kubeconfigTrust);
   if (configIssues.length > 0) throw new ConfigError(configIssues);
-  const problems: Problems = [];
+  // The checks' requests go out at once (through Rancher's proxy each is a round trip); the
+  // host-device check needs the server's version, so it follows checkServer. Each check has
+  // its own list: the problems come in the order of the checks, whatever answers first.
   const checks = [
     checkServer,
     checkNoOtherVm,
@@ -118,8 +120,14 @@ export async function preCreateCheck(ctx: OperationContext): Promise<void> {
     checkHostDevices,
     checkFixedAddress,
   ];
-  for (const check of checks) {
-    await check(ctx, problems);
-  }
+  const found = checks.map((): Problems => []);
+  const into = (check: (typeof checks)[number]): Problems => found[checks.indexOf(check)] ?? [];
+  await Promise.all([
+    checkServer(ctx, into(checkServer)).then(() => checkHostDevices(ctx, into(checkHostDevices))),
+    ...checks
+      .filter((c) => c !== checkServer && c !== checkHostDevices)
+      .map((check) => check(ctx, into(check))),
+  ]);
+  const problems = found.flat();
   if (problems.length > 0) throw new PreCreateCheckError(problems);
 }

@@ -3,6 +3,8 @@
 // the VM goes), delete the VM with Foreground propagation and wait until it is gone.
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
+// What is read to plan is removal-reads.ts's choice: the machine's objects and its guest
+// cluster's, never every VM and PVC of the namespace (ADR 0018).
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
@@ -11,6 +13,12 @@ import {
   wantsRemoveAllPvcs,
   type RemovalPlan,
 } from '../../harvester/removal-plan.js';
+import {
+  readForRemoval,
+  readProtectingVms,
+  type RemovalReader,
+  type RemovalReadOptions,
+} from '../../harvester/removal-reads.js';
 import { ANNOTATION_REMOVED_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../../harvester/labels.js';
 import type { Vm } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
@@ -19,81 +27,107 @@ import { waitVmGone } from './waits.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
 
-/** The namespace's VMs (the machine's among them): one list serves both. */
-async function readVms(ctx: OperationContext): Promise<{ vm: Vm | undefined; vms: Vm[] }> {
-  const vms = await ctx.api.listVms(ctx.config.VMNamespace);
-  return { vm: vms.find((v) => v.metadata.name === ctx.config.MachineName), vms };
-}
-
-/** Reads what the plan needs (the namespace's VMs when not given) and makes it; no change on Harvester. */
-export async function planMachineRemoval(
-  ctx: OperationContext,
-  vm: Vm,
-  vmsRead?: Vm[],
-): Promise<RemovalPlan> {
+/** The removal's reads, in the machine's namespace. */
+function reader(ctx: OperationContext): RemovalReader {
   const ns = ctx.config.VMNamespace;
-  const [vmi, pvcs, vms] = await Promise.all([
-    ctx.api.findVmi(ns, ctx.config.MachineName),
-    ctx.api.listPvcs(ns),
-    vmsRead ?? ctx.api.listVms(ns),
-  ]);
-  return planRemoval({
-    vm,
-    ...(vmi ? { vmi } : {}),
-    pvcsInNamespace: pvcs,
-    vmsInNamespace: vms,
-    removeAll: wantsRemoveAllPvcs(vm),
-    clusterName: ctx.config.ClusterName,
-  });
+  return {
+    findVm: (name) => ctx.api.findVm(ns, name),
+    findVmi: (name) => ctx.api.findVmi(ns, name),
+    findPvc: (name) => ctx.api.findPvc(ns, name),
+    listVms: (labelSelector, read) => ctx.api.listVms(ns, labelSelector, read),
+    // Consistent: a PVC's revision cannot be waited for in the VM cache (ADR 0018).
+    listPvcs: (labelSelector) => ctx.api.listPvcs(ns, labelSelector),
+  };
 }
 
 /**
- * Records the plan on the VM; re-reads and re-plans when the VM changed meanwhile.
- * Undefined when the VM went away meanwhile (an earlier removal finished).
+ * Reads what the plan needs and makes it; no change on Harvester. Undefined when the VM does
+ * not exist. The VM the plan was made from comes with it (its resourceVersion guards the record).
  */
-async function recordPlan(
+export async function planMachineRemoval(
   ctx: OperationContext,
-  first: { vm: Vm; vms: Vm[] },
+  opts: RemovalReadOptions = {},
 ): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
-  let { vm, vms } = first;
-  for (let attempt = 1; ; attempt++) {
-    const plan = await planMachineRemoval(ctx, vm, vms);
+  const planned = await readAndPlan(ctx, opts);
+  return planned && { vm: planned.inputs.vm, plan: planned.plan };
+}
+
+async function readAndPlan(ctx: OperationContext, opts: RemovalReadOptions) {
+  const inputs = await readForRemoval(
+    reader(ctx),
+    { name: ctx.config.MachineName, clusterName: ctx.config.ClusterName },
+    opts,
+  );
+  return inputs && { inputs, plan: planRemoval(inputs) };
+}
+
+/**
+ * Plans and records the plan on the VM; reads and plans again when the VM changed meanwhile.
+ * Undefined when the VM is gone (or went meanwhile: an earlier removal finished).
+ *
+ * The protecting VMs are first read from the apiserver's watch cache as it is (a consistent
+ * list costs an apiserver before Kubernetes 1.31 every VM of the namespace read from etcd), so
+ * the plan may miss a VM written a moment before. The record is a write of the machine's own
+ * VM: once it is done the VMs are listed again "not older than" that write, which the VM cache
+ * reaches at once, and which holds every VM written before the record. The plan made from that
+ * list is the one kept; when it differs (a VM came to use a planned PVC) it is recorded instead,
+ * and checked the same way (ADR 0018).
+ */
+export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
+  let planned = await readAndPlan(ctx, { vmsRead: 'cached' });
+  if (planned && wantsRemoveAllPvcs(planned.inputs.vm)) {
+    ctx.log.info('Force the removal of all persistent volume claims');
+  }
+  for (let attempt = 1; planned; attempt++) {
+    const { inputs, plan } = planned;
+    const value = removedPvcsAnnotationValue(plan);
+    let recorded: Vm;
     try {
-      const patched = await ctx.api.patchVmAnnotations(vm, {
-        [ANNOTATION_REMOVED_PVCS]: removedPvcsAnnotationValue(plan),
-      });
-      return { vm: patched, plan };
+      recorded = await ctx.api.patchVmAnnotations(inputs.vm, { [ANNOTATION_REMOVED_PVCS]: value });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       if (!isConflict(err) || attempt >= MAX_PLAN_ATTEMPTS) throw err;
-      const fresh = await readVms(ctx);
-      if (!fresh.vm) return undefined;
-      ({ vms } = fresh);
-      vm = fresh.vm;
+      planned = await readAndPlan(ctx, { vmsRead: 'cached' }); // the VM changed: from the start
+      continue;
     }
+    // A record equal to what the VM had is no write (no new revision): then a consistent list.
+    const revision = recorded.metadata.resourceVersion;
+    const wrote = revision !== undefined && revision !== inputs.vm.metadata.resourceVersion;
+    const vms = await readProtectingVms(
+      reader(ctx),
+      ctx.config.ClusterName,
+      wrote ? { notOlderThan: revision } : 'consistent',
+    );
+    const checked = planRemoval({ ...inputs, vm: recorded, vms });
+    if (removedPvcsAnnotationValue(checked) === value) return { vm: recorded, plan: checked };
+    if (attempt >= MAX_PLAN_ATTEMPTS) {
+      throw new Error(
+        `VM ${vmRef(ctx.config)}: the removal plan changed ${attempt} times while it was recorded`,
+      );
+    }
+    // A VM written meanwhile protects more (or less): record that plan, and check it again.
+    planned = { inputs: { ...inputs, vm: recorded, vms }, plan: checked };
   }
+  return undefined;
 }
 
 /**
  * After the VM is gone Harvester has deleted the recorded PVCs when its cleanup finalizer
  * was on the VM. Without it (an older Harvester, no VM controller) a PVC still there is
- * deleted here, after checking again that no VM uses it now.
+ * deleted here, after checking again that no VM that protects it (the plan's) uses it now.
  */
 async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promise<void> {
   if (plan.pvcs.length === 0) return;
   const ns = ctx.config.VMNamespace;
-  const pvcs = await ctx.api.listPvcs(ns);
-  const left = plan.pvcs.flatMap((item) => {
-    const pvc = pvcs.find((p) => p.metadata.name === item.name);
-    return pvc && !pvc.metadata.deletionTimestamp ? [pvc] : [];
-  });
+  const found = await Promise.all(plan.pvcs.map((item) => ctx.api.findPvc(ns, item.name)));
+  const left = found.filter((pvc) => pvc !== undefined && !pvc.metadata.deletionTimestamp);
   // Usually Harvester deleted them all: then the VMs need not be read.
   if (left.length === 0) return;
   // Protection counts every way a VM uses a PVC, DataVolumes included, as the plan does.
-  const used = new Set(
-    (await ctx.api.listVms(ns)).flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)),
-  );
+  const vms = await readProtectingVms(reader(ctx), ctx.config.ClusterName);
+  const used = new Set(vms.flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)));
   for (const pvc of left) {
+    if (!pvc) continue;
     const name = pvc.metadata.name;
     if (used.has(name)) continue;
     ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
@@ -104,14 +138,7 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
 export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan | undefined> {
   const cfg = ctx.config;
   ctx.log.info('Remove node');
-  const { vm, vms } = await readVms(ctx);
-  if (!vm) {
-    ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
-    await freeMachineClaims(ctx);
-    return undefined;
-  }
-  if (wantsRemoveAllPvcs(vm)) ctx.log.info('Force the removal of all persistent volume claims');
-  const recordedPlan = await recordPlan(ctx, { vm, vms });
+  const recordedPlan = await recordPlan(ctx);
   if (!recordedPlan) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
     await freeMachineClaims(ctx);

@@ -1,0 +1,127 @@
+// What a removal reads to plan (removal-plan.ts), chosen so that its cost follows the machine
+// and its guest cluster, never the number of VMs and PVCs around it (ADR 0018):
+// - the VM and its instance, by name;
+// - each PVC the VM or its instance names, by name (a name that can be no PVC's is not read:
+//   the plan refuses it);
+// - for a whole-cluster removal, the PVCs labelled guestcluster.harvesterhci.io/name=<cluster>;
+// - as the other VMs whose use of a PVC keeps it: the VMs labelled for the same guest cluster
+//   (that list holds the machine's own VM too, so it is also how the VM is found). A machine
+//   outside a guest cluster, or whose cluster name no label can hold, is checked against every
+//   VM of its namespace, as before: no label bounds who may use its disks.
+// What is given up: a VM outside the guest cluster that uses one of the planned PVCs is not
+// seen here. Harvester's own PVC webhook refuses to delete a PVC that a VM not being deleted
+// names as a claim (every release: by its VM index, before v1.4.0 by the owned-by annotation),
+// so that case costs a stalled removal, not data (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook).
+// Pure: every read goes through the RemovalReader the caller gives.
+
+import { wantsRemoveAllPvcs, claimNameProblem, type RemovalInputs } from './removal-plan.js';
+import { LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
+import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
+
+/**
+ * How fresh a list must be: "consistent" (everything written before it; before Kubernetes 1.31,
+ * or beside an etcd older than 3.4.31, read from etcd, the whole collection decoded to apply
+ * the selector), "cached" (the apiserver's watch cache as it is: maybe a moment behind), or not
+ * older than a revision (from the cache once it has seen it; a revision of a write of this
+ * resource, or the cache may wait seconds and refuse: docs/upstream/control-plane.md).
+ */
+export type ListRead = 'consistent' | 'cached' | { notOlderThan: string };
+
+/** Reads in the machine's namespace. */
+export interface RemovalReader {
+  findVm(name: string): Promise<VirtualMachine | undefined>;
+  findVmi(name: string): Promise<VirtualMachineInstance | undefined>;
+  findPvc(name: string): Promise<PersistentVolumeClaim | undefined>;
+  /** The namespace's VMs; with a label selector, only those it selects. */
+  listVms(labelSelector?: string, read?: ListRead): Promise<VirtualMachine[]>;
+  listPvcs(labelSelector: string): Promise<PersistentVolumeClaim[]>;
+}
+
+export interface RemovalTarget {
+  /** The VM's name (the machine's). */
+  name: string;
+  /** The guest cluster (ClusterName); "" for a machine outside one. */
+  clusterName: string;
+}
+
+/**
+ * The label selector of a guest cluster's VMs and PVCs; undefined when there is none to
+ * select by: no cluster, or a name no label value can be (nothing can carry it as a label).
+ */
+export function guestClusterSelector(clusterName: string): string | undefined {
+  if (clusterName === '' || !isValidLabelValue(clusterName)) return undefined;
+  return `${LABEL_GUEST_CLUSTER_NAME}=${clusterName}`;
+}
+
+/**
+ * Every claim name the plan can decide about: the VM template's and its instance's PVC
+ * volumes and the claims its instance's volume status names (a hot-plug known only there).
+ * Only names a PVC can have: another is refused by the plan, and is never put into a path.
+ */
+export function claimsToRead(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): string[] {
+  const names = new Set<string>();
+  for (const v of [...(vm.spec.template.spec.volumes ?? []), ...(vmi?.spec?.volumes ?? [])]) {
+    if (v.persistentVolumeClaim?.claimName) names.add(v.persistentVolumeClaim.claimName);
+  }
+  for (const s of vmi?.status?.volumeStatus ?? []) {
+    if (s.persistentVolumeClaimInfo?.claimName) names.add(s.persistentVolumeClaimInfo.claimName);
+  }
+  return [...names].filter((n) => claimNameProblem(n) === undefined);
+}
+
+/** The VMs whose use protects a PVC: the guest cluster's, or the namespace's without one. */
+export function readProtectingVms(
+  reader: RemovalReader,
+  clusterName: string,
+  read: ListRead = 'consistent',
+): Promise<VirtualMachine[]> {
+  const selector = guestClusterSelector(clusterName);
+  return selector === undefined ? reader.listVms(undefined, read) : reader.listVms(selector, read);
+}
+
+export interface RemovalReadOptions {
+  /** Applied to the VM before planning (the dry run's "as if the whole cluster went"). */
+  adjust?: (vm: VirtualMachine) => VirtualMachine;
+  /**
+   * How the protecting VMs are listed (default consistent). Any other read also gets the
+   * machine's VM by name: the plan's record is guarded by that copy's resourceVersion.
+   */
+  vmsRead?: ListRead;
+}
+
+/** Reads what the plan needs; undefined when the VM does not exist (any more). */
+export async function readForRemoval(
+  reader: RemovalReader,
+  target: RemovalTarget,
+  opts: RemovalReadOptions = {},
+): Promise<RemovalInputs | undefined> {
+  const read = opts.vmsRead ?? 'consistent';
+  const [vms, vmi, byName] = await Promise.all([
+    readProtectingVms(reader, target.clusterName, read),
+    reader.findVmi(target.name),
+    read === 'consistent' ? undefined : reader.findVm(target.name),
+  ]);
+  // Unlabelled (made before the label, or the label removed): found by name.
+  const found =
+    read === 'consistent'
+      ? (vms.find((v) => v.metadata.name === target.name) ?? (await reader.findVm(target.name)))
+      : byName;
+  if (!found) return undefined;
+  const vm = opts.adjust ? opts.adjust(found) : found;
+  const removeAll = wantsRemoveAllPvcs(vm);
+  const selector = guestClusterSelector(target.clusterName);
+  const [named, labelled] = await Promise.all([
+    Promise.all(claimsToRead(vm, vmi).map((name) => reader.findPvc(name))),
+    removeAll && selector !== undefined ? reader.listPvcs(selector) : Promise.resolve([]),
+  ]);
+  // Both reads of a PVC both named and labelled stay: a label changed in between counts either way.
+  const pvcs = [...named.filter((p): p is PersistentVolumeClaim => p !== undefined), ...labelled];
+  return {
+    vm,
+    ...(vmi ? { vmi } : {}),
+    pvcs,
+    vms,
+    removeAll,
+    clusterName: target.clusterName,
+  };
+}
