@@ -450,15 +450,27 @@ describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
     assert.match(after, /No leftover address claims/);
   });
 
-  it("lists the VMs of guest clusters Rancher no longer has (with --rancher-kubeconfig), deletes them only with --delete, never one of a cluster Rancher has", async () => {
+  it('lists the VMs of guest clusters Rancher no longer has (with --rancher-kubeconfig), deletes them only with --delete, never one of a cluster Rancher has', async () => {
     const { sandbox } = fixture;
     const { admin } = sandbox.harvester;
     const here = 'orphan-vms';
-    await admin.create(Resources.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: here } });
-    await createMachineVm(admin, { instanceName: 'forgotten-m1', clusterName: 'forgotten', vmNamespace: here });
+    await admin.create(Resources.namespace, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: here },
+    });
+    await createMachineVm(admin, {
+      instanceName: 'forgotten-m1',
+      clusterName: 'forgotten',
+      vmNamespace: here,
+    });
     await createMachineVm(admin, { instanceName: 'kept-m1', clusterName: 'in-rancher', vmNamespace: here });
     await sandbox.rancher.admin
-      .create(Resources.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet-default' } })
+      .create(Resources.namespace, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: 'fleet-default' },
+      })
       .catch(() => undefined);
     await sandbox.rancher.admin.create<KubeObject>(Resources.provisioningCluster, {
       apiVersion: 'provisioning.cattle.io/v1',
@@ -468,22 +480,36 @@ describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
     } as KubeObject);
     const rancher = kubeconfigFile(dir, 'rancher', sandbox.kubeconfigs.rancherLocal);
     const base = ['leftovers', '--kubeconfig', world.admin, '-n', here, '--min-age', '0'];
-    type VmReport = { virtualMachines: { orphaned?: Array<{ name: string; cluster: string }>; notChecked?: string } };
+    type VmReport = {
+      virtualMachines: { orphaned?: Array<{ name: string; cluster: string }>; notChecked?: string };
+    };
 
     const blind = (await cli.expect(0, [...base, '-o', 'json'])).json<VmReport>();
     assert.match(blind.virtualMachines.notChecked ?? '', /pass --rancher-kubeconfig/);
-    const listed = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher, '-o', 'json'])).json<VmReport>();
+    const listed = (
+      await cli.expect(0, [...base, '--rancher-kubeconfig', rancher, '-o', 'json'])
+    ).json<VmReport>();
     assert.deepEqual(
       listed.virtualMachines.orphaned?.map((o) => `${o.name} ${o.cluster}`),
       ['forgotten-m1 forgotten'],
     );
     const text = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher])).stdout;
-    assert.match(text, /VMs of guest clusters Rancher no longer has \(1\):\n {2}orphan-vms\/forgotten-m1 of guest cluster forgotten: /);
-    assert.ok(await admin.find(Resources.virtualMachine, { namespace: here, name: 'forgotten-m1' }), 'a dry run deletes nothing');
+    assert.match(
+      text,
+      /VMs of guest clusters Rancher no longer has \(1\):\n {2}orphan-vms\/forgotten-m1 of guest cluster forgotten: /,
+    );
+    assert.ok(
+      await admin.find(Resources.virtualMachine, { namespace: here, name: 'forgotten-m1' }),
+      'a dry run deletes nothing',
+    );
 
-    const deleted = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher, '--delete', '--yes'])).stdout;
+    const deleted = (await cli.expect(0, [...base, '--rancher-kubeconfig', rancher, '--delete', '--yes']))
+      .stdout;
     assert.match(deleted, /Orphaned VMs: deleted 1, skipped 0, failed 0\./);
     await vmGone('forgotten-m1', here);
-    assert.ok(await admin.find(Resources.virtualMachine, { namespace: here, name: 'kept-m1' }), "in-rancher's VM stays");
+    assert.ok(
+      await admin.find(Resources.virtualMachine, { namespace: here, name: 'kept-m1' }),
+      "in-rancher's VM stays",
+    );
   });
 });

@@ -131,7 +131,8 @@ export function describeRecord(pvc: { metadata: { annotations?: Record<string, s
   const pv = a[ANNOTATION_GUEST_VOLUME];
   if (!pv || !isObjectName(pv)) return '';
   const claim = a[ANNOTATION_GUEST_CLAIM];
-  const claimShown = claim?.split('/').length === 2 && claim.split('/').every(isObjectName) ? claim : undefined;
+  const claimShown =
+    claim?.split('/').length === 2 && claim.split('/').every(isObjectName) ? claim : undefined;
   const recorded = /^(\d{4}-\d\d-\d\dT[\d:.]+Z) (watch|last inventory)$/.exec(
     a[ANNOTATION_OWNERSHIP_RECORDED] ?? '',
   );

@@ -137,6 +137,9 @@ describe('recording ownership on a host PVC', () => {
       }),
       "the guest's PersistentVolume pvc-1 names it; recorded by harvester-machine-controller",
     );
-    assert.equal(describeRecord({ metadata: { annotations: { [ANNOTATION_GUEST_VOLUME]: 'Not A Name' } } }), '');
+    assert.equal(
+      describeRecord({ metadata: { annotations: { [ANNOTATION_GUEST_VOLUME]: 'Not A Name' } } }),
+      '',
+    );
   });
 });

@@ -46,7 +46,9 @@ export function findOrphanedVms(
 ): OrphanedVmScan {
   const scan: OrphanedVmScan = { orphans: [], skipped: [] };
   for (const vm of [...vms].sort((a, b) =>
-    `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace ?? ''}/${b.metadata.name}`),
+    `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
+      `${b.metadata.namespace ?? ''}/${b.metadata.name}`,
+    ),
   )) {
     const { name, uid } = vm.metadata;
     const namespace = vm.metadata.namespace ?? '';

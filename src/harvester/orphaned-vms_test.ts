@@ -35,7 +35,10 @@ describe('orphaned guest-cluster VMs', () => {
       scan.orphans.map((o) => [o.name, o.cluster, o.uid]),
       [['gone-1', 'gone', 'uid-gone-1']],
     );
-    assert.match(scan.orphans[0]?.reason ?? '', /Rancher has no Cluster of that name and no HarvesterMachine/);
+    assert.match(
+      scan.orphans[0]?.reason ?? '',
+      /Rancher has no Cluster of that name and no HarvesterMachine/,
+    );
     assert.deepEqual(
       scan.skipped.map((s) => s.name),
       ['deleting', 'fresh', 'live-1', 'machine-still-known'],
@@ -77,9 +80,13 @@ describe('orphaned guest-cluster VMs', () => {
           for (const o of scan.orphans) {
             assert.ok(!clusters.includes(o.cluster));
             assert.ok(!machineVms.includes(`vms/${o.name}`) && !machineVms.includes(o.name));
-            const source = vms.filter((v) => v.metadata.name === o.name && v.metadata.labels[LABEL_GUEST_CLUSTER_NAME] === o.cluster);
+            const source = vms.filter(
+              (v) => v.metadata.name === o.name && v.metadata.labels[LABEL_GUEST_CLUSTER_NAME] === o.cluster,
+            );
             assert.ok(source.some((v) => v.metadata.labels[LABEL_CREATOR] === CREATOR));
-            assert.ok(source.some((v) => NOW.getTime() - Date.parse(v.metadata.creationTimestamp) >= 10 * 60_000));
+            assert.ok(
+              source.some((v) => NOW.getTime() - Date.parse(v.metadata.creationTimestamp) >= 10 * 60_000),
+            );
           }
         },
       ),

@@ -37,7 +37,11 @@ async function guest(name: string, guests: GuestKubeconfigs): Promise<KubeClient
     vmNamespace: VM_NS,
   });
   for (const m of machines)
-    await createMachineVm(s.harvester.admin, { instanceName: m.instanceName, clusterName: name, vmNamespace: VM_NS });
+    await createMachineVm(s.harvester.admin, {
+      instanceName: m.instanceName,
+      clusterName: name,
+      vmNamespace: VM_NS,
+    });
   return eventuallyValue(
     `guest cluster ${name}'s kubeconfig`,
     () => guests.client(NS, name).catch(() => undefined),
@@ -105,7 +109,10 @@ describe("guest clusters' host volumes (controller + guest apiservers on the san
         () => clusterEvents('gv-a', 'GuestVolumesRecorded'),
         (e) => e.length > 0,
       );
-      assert.match(seen.join('\n'), new RegExp(`${VM_NS}/${a1.hostPvc} \\(guest PersistentVolume ${a1.hostPvc}`));
+      assert.match(
+        seen.join('\n'),
+        new RegExp(`${VM_NS}/${a1.hostPvc} \\(guest PersistentVolume ${a1.hostPvc}`),
+      );
 
       // gv-a's admin makes a PV naming gv-b's volume: it stays gv-b's, with a Warning on gv-a.
       await apiA.create<PersistentVolume>(Resources.persistentVolume, {
@@ -123,7 +130,10 @@ describe("guest clusters' host volumes (controller + guest apiservers on the san
         () => clusterEvents('gv-a', 'GuestVolumeOwnedByOtherCluster'),
         (e) => e.length > 0,
       );
-      assert.match(conflict[0] ?? '', new RegExp(`${b1.hostPvc}.*is labelled for guest cluster "gv-b": not relabelled`));
+      assert.match(
+        conflict[0] ?? '',
+        new RegExp(`${b1.hostPvc}.*is labelled for guest cluster "gv-b": not relabelled`),
+      );
       assert.equal((await labels()).get(b1.hostPvc), 'gv-b');
       assert.ok((await metric('harvester_machine_guest_volume_conflicts_total')) >= 1);
       assert.equal(await metric('harvester_machine_guest_watches{state="watching"}'), 2);
@@ -148,7 +158,10 @@ describe("guest clusters' host volumes (controller + guest apiservers on the san
       assert.equal((await labels()).get(b1.hostPvc), 'gv-b');
 
       const inventory = await clusterEvents('gv-a', 'GuestVolumesInventoried');
-      assert.match(inventory.join('\n'), /last inventory of guest cluster fleet-gv\/gv-a as its deletion starts, from the guest cluster's apiserver/);
+      assert.match(
+        inventory.join('\n'),
+        /last inventory of guest cluster fleet-gv\/gv-a as its deletion starts, from the guest cluster's apiserver/,
+      );
       assert.match(inventory.join('\n'), new RegExp(`${VM_NS}/${a1.hostPvc}`));
       // The status ConfigMap names the volumes that go with the deleted cluster, and why.
       const summary = await eventuallyValue(
@@ -164,7 +177,9 @@ describe("guest clusters' host volumes (controller + guest apiservers on the san
       );
       assert.match(
         summary,
-        new RegExp(`${VM_NS}/${a1.hostPvc}: guest PersistentVolume ${a1.hostPvc} \\(claim [^)]+\\); recorded before; goes with the cluster`),
+        new RegExp(
+          `${VM_NS}/${a1.hostPvc}: guest PersistentVolume ${a1.hostPvc} \\(claim [^)]+\\); recorded before; goes with the cluster`,
+        ),
       );
       // The VMs' removals or the volume cleanup took it; the cleanup says which, and what it kept.
       const closing = await eventuallyValue(

@@ -136,7 +136,8 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
       });
       claimOutcome = await deleteLeftoverClaims(client, claimTargets);
       // The VMs last: their volumes are then orphaned volumes, listed (not deleted) by the next run.
-      if (rancher && vmTargets.length) vmOutcome = await deleteOrphanedVms(client, rancher, vmTargets, minAgeMs);
+      if (rancher && vmTargets.length)
+        vmOutcome = await deleteOrphanedVms(client, rancher, vmTargets, minAgeMs);
     }
     if (opts.output === 'json')
       ctx.json({
@@ -156,7 +157,10 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
           `Orphaned VMs: deleted ${vmOutcome.deleted.length}, skipped ${vmOutcome.skipped.length}, failed ${vmOutcome.failed.length}.`,
       );
     if (
-      volumeOutcome.failed.length + lbOutcome.failed.length + claimOutcome.failed.length + vmOutcome.failed.length >
+      volumeOutcome.failed.length +
+        lbOutcome.failed.length +
+        claimOutcome.failed.length +
+        vmOutcome.failed.length >
       0
     )
       throw new ExitWithCode(1);

@@ -4,7 +4,12 @@
 // Clusters and its HarvesterMachines, in every namespace. Deleted one by one, each re-checked
 // against both first and deleted only as the VM that was listed (uid), with Foreground
 // propagation (its VM instance first); its volumes are then what `leftovers` lists as orphaned.
-import { findOrphanedVms, type OrphanedVm, type OrphanedVmScan, type VmLike } from '../../harvester/orphaned-vms.js';
+import {
+  findOrphanedVms,
+  type OrphanedVm,
+  type OrphanedVmScan,
+  type VmLike,
+} from '../../harvester/orphaned-vms.js';
 import type { KubeClient } from '../../kube/client.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
@@ -54,7 +59,8 @@ export async function scanOrphanedVms(
 export function renderVmReport(vms: VmScan): string[] {
   if ('notChecked' in vms) return [`Orphaned VMs not checked: ${vms.notChecked}`];
   const { orphans } = vms.scan;
-  if (orphans.length === 0) return ['No orphaned VMs (every guest-cluster VM belongs to a cluster Rancher has)'];
+  if (orphans.length === 0)
+    return ['No orphaned VMs (every guest-cluster VM belongs to a cluster Rancher has)'];
   return [
     `VMs of guest clusters Rancher no longer has (${orphans.length}):`,
     ...orphans.map((o) => `  ${o.namespace}/${o.name} of guest cluster ${o.cluster}: ${o.reason}`),
@@ -62,7 +68,9 @@ export function renderVmReport(vms: VmScan): string[] {
 }
 
 export function vmReportJson(vms: VmScan): Record<string, unknown> {
-  return 'notChecked' in vms ? { notChecked: vms.notChecked } : { orphaned: vms.scan.orphans, skipped: vms.scan.skipped };
+  return 'notChecked' in vms
+    ? { notChecked: vms.notChecked }
+    : { orphaned: vms.scan.orphans, skipped: vms.scan.skipped };
 }
 
 export interface VmDeletionOutcome {
