@@ -9,7 +9,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { VirtualMachine, VirtualMachineInstance } from '../src/harvester/types.js';
 import { referencedClaims } from '../src/harvester/removal-plan.js';
+import { KubeClient } from '../src/kube/client.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
+import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
+import { DRIVER_RULES } from '../sandbox/sandbox-seeds.js';
+import { eventually } from './support/eventually.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from './support/volumes.js';
 import { CliRunner, MACHINE_FLAGS, kubeconfigFile, tempDir } from './cli-harness.js';
@@ -224,13 +228,33 @@ describe('volumes orphaned', () => {
     assert.deepEqual(young.groups, []);
     assert.deepEqual(skippedNames(young, 'tooNew'), listed.sort());
 
-    // With the driver's own credential (no pods, no events): still works, and says what it could not check.
+    // With a credential made for the Go driver (the driver's rights without the pod list the
+    // cleanup controller's volume cleanup needs, no events): still works, and says what it
+    // could not check.
+    const goDriverUser = await createTokenUser(admin, {
+      expiresAt: new Date(Date.now() + 3_600_000),
+      rules: DRIVER_RULES.filter((r) => !r.resources.includes('pods')),
+    });
+    const goDriverConfig = tokenKubeconfig({
+      name: 'harvester',
+      server: sandbox.proxy.url,
+      caPem: sandbox.proxy.caPem,
+      token: goDriverUser.token,
+    });
+    const goDriverClient = KubeClient.fromKubeconfig(goDriverConfig);
+    await eventually('the Go driver credential may list volumes', () =>
+      goDriverClient.list(Resources.pvc, { namespace: ns }).then(
+        () => true,
+        () => false,
+      ),
+    );
+    const goDriverKubeconfig = kubeconfigFile(dir, 'go-driver', goDriverConfig);
     const narrow = (
       await cli.expect(0, [
         'volumes',
         'orphaned',
         '--kubeconfig',
-        driverKubeconfig,
+        goDriverKubeconfig,
         '-n',
         ns,
         '--min-age',

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { KubeClient } from '../../src/kube/client.js';
 import { ensureControlPlaneBinaries } from './binaries.js';
 import { ControlPlaneError, waitReady } from './control-plane.js';
+import { recordSecret } from '../secret-ledger.js';
 import { buildKubeconfig } from './kubeconfig.js';
 import { createCa, createServiceAccountKeys, issueCert } from './pki.js';
 import { freePort } from './ports.js';
@@ -87,6 +88,8 @@ export async function startGuestApiserver(opts: {
     const sa = await createServiceAccountKeys(pki);
     const port = await freePort();
     const server = `https://127.0.0.1:${port}`;
+    // The key is the kubeconfig's secret (the rest is ordinary YAML every output holds).
+    recordSecret(`guest cluster ${opts.name}'s admin client key`, adminCert.keyPem);
     const kubeconfig = buildKubeconfig({
       name: slug,
       server,

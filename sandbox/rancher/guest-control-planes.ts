@@ -13,7 +13,6 @@ import type { Logger } from '../../src/log/logger.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../../src/rancher/names.js';
 import { residentMiB, startGuestApiserver, type GuestApiserver } from '../control-plane/guest-apiserver.js';
-import { recordSecret } from '../secret-ledger.js';
 
 /** On the Secret: it points at the sandbox's apiserver for this guest (the server URL). */
 export const ANNOTATION_GUEST_APISERVER = 'sandbox.harvester-machine.io/guest-apiserver';
@@ -54,7 +53,6 @@ export function declareGuestControlPlanes(
             throw new Error('stopped');
           }
           running.set(key, apiserver);
-          recordSecret(`guest cluster ${key}'s admin kubeconfig`, apiserver.kubeconfig);
           opts.logger.info('guest apiserver started', {
             cluster: key,
             server: apiserver.server,

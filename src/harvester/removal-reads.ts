@@ -8,13 +8,22 @@
 //   (that list holds the machine's own VM too, so it is also how the VM is found). A machine
 //   outside a guest cluster, or whose cluster name no label can hold, is checked against every
 //   VM of its namespace, as before: no label bounds who may use its disks.
-// What is given up: a VM outside the guest cluster that uses one of the planned PVCs is not
-// seen here. Harvester's own PVC webhook refuses to delete a PVC that a VM not being deleted
-// names as a claim (every release: by its VM index, before v1.4.0 by the owned-by annotation),
-// so that case costs a stalled removal, not data (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook).
+// - a whole-cluster removal that would delete a labelled PVC none of the cluster's VMs names
+//   (a volume attached to nothing, or hot-plugged into a VM outside the cluster) is checked
+//   against every VM of the namespace: the label says whose the volume is, not who uses it.
+// What is given up: a VM outside the guest cluster that uses one of the cluster's VMs' own
+// disks is not seen here. Harvester's own PVC webhook refuses to delete a PVC that a VM not
+// being deleted names as a claim (every release: by its VM index, before v1.4.0 by the
+// owned-by annotation), so that case costs a stalled removal, not data
+// (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook).
 // Pure: every read goes through the RemovalReader the caller gives.
 
-import { wantsRemoveAllPvcs, claimNameProblem, type RemovalInputs } from './removal-plan.js';
+import {
+  wantsRemoveAllPvcs,
+  claimNameProblem,
+  referencedClaims,
+  type RemovalInputs,
+} from './removal-plan.js';
 import { LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
 import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
 
@@ -69,14 +78,38 @@ export function claimsToRead(vm: VirtualMachine, vmi: VirtualMachineInstance | u
   return [...names].filter((n) => claimNameProblem(n) === undefined);
 }
 
-/** The VMs whose use protects a PVC: the guest cluster's, or the namespace's without one. */
+/**
+ * The VMs whose use protects a PVC: the guest cluster's, or the namespace's without one or
+ * when `wide` (protectsBeyondCluster).
+ */
 export function readProtectingVms(
   reader: RemovalReader,
   clusterName: string,
   read: ListRead = 'consistent',
+  wide = false,
 ): Promise<VirtualMachine[]> {
-  const selector = guestClusterSelector(clusterName);
+  const selector = wide ? undefined : guestClusterSelector(clusterName);
   return selector === undefined ? reader.listVms(undefined, read) : reader.listVms(selector, read);
+}
+
+/**
+ * Does this whole-cluster removal need every VM of the namespace to protect its PVCs? Yes when
+ * it would delete a PVC labelled for the cluster that neither the machine's VM nor any VM of
+ * the cluster names: whoever uses such a volume (if anyone) is outside the cluster.
+ */
+export function protectsBeyondCluster(
+  inputs: Pick<RemovalInputs, 'vm' | 'vms' | 'pvcs' | 'removeAll' | 'clusterName'>,
+): boolean {
+  if (!inputs.removeAll || guestClusterSelector(inputs.clusterName) === undefined) return false;
+  const named = new Set(
+    [inputs.vm, ...inputs.vms]
+      .filter((v) => v === inputs.vm || v.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === inputs.clusterName)
+      .flatMap((v) => referencedClaims(v.spec.template.spec.volumes)),
+  );
+  return inputs.pvcs.some(
+    (p) =>
+      p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === inputs.clusterName && !named.has(p.metadata.name),
+  );
 }
 
 export interface RemovalReadOptions {
@@ -96,7 +129,7 @@ export async function readForRemoval(
   opts: RemovalReadOptions = {},
 ): Promise<RemovalInputs | undefined> {
   const read = opts.vmsRead ?? 'consistent';
-  const [vms, vmi, byName] = await Promise.all([
+  const [clusterVms, vmi, byName] = await Promise.all([
     readProtectingVms(reader, target.clusterName, read),
     reader.findVmi(target.name),
     read === 'consistent' ? undefined : reader.findVm(target.name),
@@ -104,7 +137,7 @@ export async function readForRemoval(
   // Unlabelled (made before the label, or the label removed): found by name.
   const found =
     read === 'consistent'
-      ? (vms.find((v) => v.metadata.name === target.name) ?? (await reader.findVm(target.name)))
+      ? (clusterVms.find((v) => v.metadata.name === target.name) ?? (await reader.findVm(target.name)))
       : byName;
   if (!found) return undefined;
   const vm = opts.adjust ? opts.adjust(found) : found;
@@ -116,6 +149,14 @@ export async function readForRemoval(
   ]);
   // Both reads of a PVC both named and labelled stay: a label changed in between counts either way.
   const pvcs = [...named.filter((p): p is PersistentVolumeClaim => p !== undefined), ...labelled];
+  const wide = protectsBeyondCluster({
+    vm,
+    vms: clusterVms,
+    pvcs,
+    removeAll,
+    clusterName: target.clusterName,
+  });
+  const vms = wide ? await readProtectingVms(reader, target.clusterName, read, true) : clusterVms;
   return {
     vm,
     ...(vmi ? { vmi } : {}),

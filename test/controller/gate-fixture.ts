@@ -78,13 +78,19 @@ export interface GateWorld {
   ): Promise<Array<KubeObject & { message?: string; involvedObject?: { name?: string; kind?: string } }>>;
 }
 
-/** What a cloud credential's user needs for the gate and the load balancer cleanup (ADR 0005, 0011). */
+/**
+ * What a cloud credential's user needs for the gate, the load balancer cleanup and the guest
+ * volumes' record and cleanup (ADR 0005, 0011, 0015).
+ */
 const VM_RULES = [
   {
     apiGroups: ['kubevirt.io'],
     resources: ['virtualmachines'],
     verbs: ['get', 'list', 'patch', 'update', 'delete'],
   },
+  { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['list'] },
+  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'patch', 'delete'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
   { apiGroups: ['loadbalancer.harvesterhci.io'], resources: ['loadbalancers'], verbs: ['list', 'delete'] },
   {
     apiGroups: ['harvesterhci.io'],

@@ -15,6 +15,7 @@ import {
 } from '../../harvester/removal-plan.js';
 import {
   readForRemoval,
+  protectsBeyondCluster,
   readProtectingVms,
   type RemovalReader,
   type RemovalReadOptions,
@@ -97,6 +98,7 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
       reader(ctx),
       ctx.config.ClusterName,
       wrote ? { notOlderThan: revision } : 'consistent',
+      protectsBeyondCluster(inputs),
     );
     const checked = planRemoval({ ...inputs, vm: recorded, vms });
     if (removedPvcsAnnotationValue(checked) === value) return { vm: recorded, plan: checked };
@@ -124,7 +126,8 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
   // Usually Harvester deleted them all: then the VMs need not be read.
   if (left.length === 0) return;
   // Protection counts every way a VM uses a PVC, DataVolumes included, as the plan does.
-  const vms = await readProtectingVms(reader(ctx), ctx.config.ClusterName);
+  // A whole-cluster plan may hold volumes no VM of the cluster names: every VM protects then.
+  const vms = await readProtectingVms(reader(ctx), ctx.config.ClusterName, 'consistent', plan.removeAll);
   const used = new Set(vms.flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)));
   for (const pvc of left) {
     if (!pvc) continue;
