@@ -202,11 +202,15 @@ describe('kube-apiserver restarted during a remove', () => {
       err instanceof KubeError && ['Unreachable', 'Timeout', 'ServerError'].includes(err.kind),
       String(err),
     );
-    // It says what it was doing, where: the request that failed (on the VM, its instance or a
-    // list of the namespace), or the wait that timed out.
+    // It says what it was doing, where: the request that failed (on the VM, its instance, one of
+    // its volumes, which a removal reads by name, or a list of the namespace), or the wait that
+    // timed out.
+    const objects = [name, ...boot, ...workload].join('|');
     assert.match(
       err.message,
-      new RegExp(`^(get|list|patch|delete|watch) \\S+ default(/${name})?: |waiting for VM default/${name}`),
+      new RegExp(
+        `^(get|list|patch|delete|watch) \\S+ default(/(${objects}))?: |waiting for VM default/${name}`,
+      ),
     );
     // Consistent: the VM is either untouched or on its way out, and every volume is still there.
     const vm = await admin.find<KubeObject>(Resources.virtualMachine, { namespace: ns, name });
