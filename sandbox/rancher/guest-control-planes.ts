@@ -7,7 +7,13 @@
 // A cluster whose Secret someone else wrote (a test pointing it at Rancher's own apiserver) is
 // left as it is.
 import { formatKey, type ObjectKey } from '../../src/api/object-key.js';
-import { isAlreadyExists, type Cache, type KubeClient, type Manager } from '../../src/kube/index.js';
+import {
+  isAlreadyExists,
+  isKubeError,
+  type Cache,
+  type KubeClient,
+  type Manager,
+} from '../../src/kube/index.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { Logger } from '../../src/log/logger.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
@@ -75,7 +81,7 @@ export function declareGuestControlPlanes(
     const secret = await opts.rancher.find<KubeObject>(Resources.secret, at);
     const ours = secret?.metadata.annotations?.[ANNOTATION_GUEST_APISERVER];
     if (secret && ours === undefined) return; // someone else's guest apiserver
-    if (secret && running.get(key)?.server === ours) return;
+    if (secret && running.get(key)?.server === ours) return named(clusterKey, cluster, at.name);
     if (cluster.metadata.deletionTimestamp) return; // no new guest for a cluster going away
     const apiserver = await apiserverFor(key);
     const body = {
@@ -101,12 +107,31 @@ export function declareGuestControlPlanes(
         ...body,
         metadata: { ...body.metadata, resourceVersion: secret.metadata.resourceVersion },
       });
-      return;
+    } else {
+      try {
+        await opts.rancher.create<KubeObject>(Resources.secret, body);
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err; // the next event decides again
+        return;
+      }
     }
+    await named(clusterKey, cluster, at.name);
+  };
+
+  // Rancher names the Secret in the cluster's status.clientSecretName in the reconcile that
+  // writes it (and sets status.ready with it; here the Secret is written as the cluster
+  // appears, before its machines, so ready is left to what reads it elsewhere).
+  const named = async (clusterKey: ObjectKey, cluster: KubeObject, secretName: string): Promise<void> => {
+    const status = (cluster as KubeObject & { status?: { clientSecretName?: string } }).status;
+    if (status?.clientSecretName === secretName) return;
     try {
-      await opts.rancher.create<KubeObject>(Resources.secret, body);
+      await opts.rancher.patch(
+        Resources.provisioningCluster,
+        { ...clusterKey, subresource: 'status' },
+        { status: { clientSecretName: secretName } },
+      );
     } catch (err) {
-      if (!isAlreadyExists(err)) throw err; // the next event decides again
+      if (!isKubeError(err, 'NotFound')) throw err; // gone meanwhile
     }
   };
 

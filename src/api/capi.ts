@@ -46,7 +46,12 @@ export interface ProvisioningCluster extends KubeObject {
     cloudCredentialSecretName?: string | null;
     rkeConfig?: { machinePools?: MachinePool[] | null; chartValues?: unknown } | null;
   };
-  status?: { clusterName?: string; cloudCredentialSecretName?: string };
+  status?: {
+    clusterName?: string;
+    cloudCredentialSecretName?: string;
+    /** Set by Rancher in the reconcile that writes `<cluster>-kubeconfig` (its name). */
+    clientSecretName?: string;
+  };
 }
 
 /** rke-machine.cattle.io/v1 HarvesterMachine: the infrastructure machine Rancher provisions. */

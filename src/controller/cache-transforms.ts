@@ -156,8 +156,16 @@ export function slimCluster(o: KubeObject): KubeObject {
           },
         }
       : {}),
-    ...(c.status?.cloudCredentialSecretName
-      ? { status: { cloudCredentialSecretName: c.status.cloudCredentialSecretName } }
+    ...(c.status?.cloudCredentialSecretName || c.status?.clientSecretName
+      ? {
+          status: {
+            ...(c.status.cloudCredentialSecretName
+              ? { cloudCredentialSecretName: c.status.cloudCredentialSecretName }
+              : {}),
+            // Set once Rancher wrote `<cluster>-kubeconfig` (guest-watches.ts).
+            ...(c.status.clientSecretName ? { clientSecretName: c.status.clientSecretName } : {}),
+          },
+        }
       : {}),
   };
 }

@@ -132,7 +132,11 @@ const provisioningCluster = (optOut: boolean): ProvisioningCluster =>
         ],
       },
     },
-    status: { cloudCredentialSecretName: 'cattle-global-data:cc-cluster', conditions: [{}] },
+    status: {
+      cloudCredentialSecretName: 'cattle-global-data:cc-cluster',
+      clientSecretName: 'c1-kubeconfig',
+      conditions: [{}],
+    },
   }) as unknown as ProvisioningCluster;
 
 const slim = <T>(f: (o: KubeObject) => KubeObject, o: T): T => f(o as unknown as KubeObject) as unknown as T;
@@ -189,6 +193,11 @@ describe('cache transforms', () => {
     assert.deepEqual(s.metadata.annotations, { [ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]: 'true' });
     assert.equal(slim(slimCluster, provisioningCluster(false)).metadata.annotations, undefined);
     assert.equal(cloudProviderClusterName(s), 'c1-lb');
+    // What tells the guest watch Rancher wrote the cluster's kubeconfig (guest-watches.ts).
+    assert.deepEqual(s.status, {
+      cloudCredentialSecretName: 'cattle-global-data:cc-cluster',
+      clientSecretName: 'c1-kubeconfig',
+    });
     assert.deepEqual(s.spec?.rkeConfig?.machinePools, [
       {
         name: 'pool1',

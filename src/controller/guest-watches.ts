@@ -9,6 +9,13 @@
 // the guest cannot be reached: lists are retried with backoff (5 s doubling to 5 min), the
 // state reported (`unreachable`, with the error), and a rejected credential makes the Secret
 // be read again (Rancher rewrites it with a new token).
+// No request at all for a cluster whose Secret Rancher has not written: Rancher writes it in
+// the reconcile that sets the provisioning Cluster's `status.clientSecretName`
+// (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig), so until then the Secret is
+// not read, and that status change (an event of the cluster, which calls `ensure` again) is
+// what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
+// (with the backoff above): a fault, so the polls scale with faults, not with clusters.
+// Events and the status follow changes of state or of the error, not each retry.
 import { formatKey, type ObjectKey } from '../api/object-key.js';
 import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
@@ -37,7 +44,17 @@ export interface GuestWatchStatus {
   state: GuestWatchState;
   since: string;
   detail: string;
+  /** Failed attempts since the last success (each retried with backoff). */
+  failures?: number;
 }
+
+/**
+ * What Rancher says of the cluster's `<cluster>-kubeconfig` Secret: `written` (the
+ * provisioning Cluster's `status.clientSecretName` is set), `not-yet` (it is empty), or
+ * `unknown` (no provisioning Cluster: a Cluster API cluster alone; its Secret is read on each
+ * `ensure` until it is there).
+ */
+export type KubeconfigSignal = 'written' | 'not-yet' | 'unknown';
 
 interface GuestWatch {
   key: ObjectKey;
@@ -50,6 +67,10 @@ interface GuestWatch {
   synced: boolean;
   timer?: NodeJS.Timeout;
   stopped: boolean;
+  /** A connect is under way; `again`: an `ensure` came meanwhile (the Secret may be newer). */
+  connecting: boolean;
+  again: boolean;
+  signal: KubeconfigSignal;
 }
 
 export interface GuestWatchesDeps {
@@ -97,10 +118,21 @@ export class GuestWatches {
     return (this.deps.now ?? Date.now)();
   }
 
-  /** Starts the cluster's watch unless it runs (idempotent). */
-  ensure(cluster: ObjectKey): void {
+  /**
+   * Starts the cluster's watch unless it runs (idempotent); called on each event of the
+   * cluster. While the Secret is missing it is read again here, not on a timer, unless
+   * Rancher says it has not written it (then nothing is sent).
+   */
+  ensure(cluster: ObjectKey, signal: KubeconfigSignal = 'unknown'): void {
     const key = formatKey(cluster);
-    if (this.watches.has(key)) return;
+    const known = this.watches.get(key);
+    if (known) {
+      known.signal = signal;
+      if (known.state !== 'no-kubeconfig' || known.timer || signal === 'not-yet') return;
+      if (known.connecting) known.again = true;
+      else void this.connect(known);
+      return;
+    }
     const watch: GuestWatch = {
       key: cluster,
       state: 'connecting',
@@ -109,9 +141,13 @@ export class GuestWatches {
       failures: 0,
       synced: false,
       stopped: false,
+      connecting: false,
+      again: false,
+      signal,
     };
     this.watches.set(key, watch);
-    void this.connect(watch);
+    if (signal === 'not-yet') this.setState(watch, 'no-kubeconfig', notWrittenYet(cluster));
+    else void this.connect(watch);
   }
 
   has(cluster: ObjectKey): boolean {
@@ -152,6 +188,7 @@ export class GuestWatches {
         state: w.state,
         since: new Date(w.since).toISOString(),
         detail: w.detail,
+        ...(w.failures > 0 ? { failures: w.failures } : {}),
       }))
       .sort((a, b) => a.cluster.localeCompare(b.cluster));
   }
@@ -177,6 +214,7 @@ export class GuestWatches {
     await Promise.all([...this.watches.values()].map((w) => this.stop(w.key)));
   }
 
+  /** Notifies (Events, status) when the state or the error changes, not on each retry. */
   private setState(watch: GuestWatch, state: GuestWatchState, detail: string): void {
     if (watch.stopped) return;
     const changed = watch.state !== state || watch.detail !== detail;
@@ -203,10 +241,15 @@ export class GuestWatches {
     return client;
   }
 
-  /** Reads the Secret, makes the client, lists; on any failure retries with backoff. */
+  /**
+   * Reads the Secret, makes the client, lists; on a failure retries with backoff, except for
+   * a Secret not there that Rancher has not said it wrote: the next `ensure` reads it again.
+   */
   private async connect(watch: GuestWatch): Promise<void> {
     const backoff = this.deps.backoff ?? DEFAULT_BACKOFF;
     watch.timer = undefined;
+    watch.connecting = true;
+    watch.again = false;
     try {
       const client = await this.makeClient(watch.key);
       if (watch.stopped) return;
@@ -220,11 +263,8 @@ export class GuestWatches {
           this.setState(watch, 'watching', '');
         },
         onFailure: (err, pauseMs) => {
-          this.setState(
-            watch,
-            'unreachable',
-            `${describe(err)}; retrying in ${Math.round(pauseMs / 1000)} s`,
-          );
+          watch.failures++;
+          this.setState(watch, 'unreachable', describe(err));
           // Rancher rewrites the Secret with a new token when the old one stops working.
           if (isCredentialRejected(err)) this.restart(watch, pauseMs);
         },
@@ -232,24 +272,31 @@ export class GuestWatches {
       informer.on(() => watch.synced && this.deps.onChange(watch.key));
       watch.informer = informer;
       await informer.start();
+      watch.connecting = false;
       if (watch.stopped) return;
       watch.synced = true;
       this.deps.onChange(watch.key);
     } catch (err) {
+      watch.connecting = false;
       if (watch.stopped) return;
       await watch.informer?.stop();
       watch.informer = undefined;
       watch.client = undefined;
       watch.synced = false;
       watch.failures++;
+      const absent = err instanceof NoKubeconfig && err.absent;
+      const state: GuestWatchState = absent
+        ? 'no-kubeconfig'
+        : err instanceof NoKubeconfig || err instanceof KubeconfigError
+          ? 'unusable'
+          : 'unreachable';
+      this.setState(watch, state, describe(err));
+      if (absent && watch.signal !== 'written') {
+        // Rancher has not said it wrote the Secret: its next event of the cluster brings us back.
+        if (watch.again && watch.signal !== 'not-yet') void this.connect(watch);
+        return;
+      }
       const pause = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(watch.failures - 1, 20));
-      const state: GuestWatchState =
-        err instanceof NoKubeconfig && err.absent
-          ? 'no-kubeconfig'
-          : err instanceof NoKubeconfig || err instanceof KubeconfigError
-            ? 'unusable'
-            : 'unreachable';
-      this.setState(watch, state, `${describe(err)}; retrying in ${Math.round(pause / 1000)} s`);
       watch.timer = setTimeout(() => void this.connect(watch), pause);
     }
   }
@@ -265,6 +312,10 @@ export class GuestWatches {
     void informer?.stop();
     watch.timer = setTimeout(() => void this.connect(watch), pauseMs);
   }
+}
+
+function notWrittenYet(cluster: ObjectKey): string {
+  return `Rancher has not written Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} yet (the provisioning Cluster's status.clientSecretName is empty); it is read once Rancher names it`;
 }
 
 class NoKubeconfig extends Error {

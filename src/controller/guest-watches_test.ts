@@ -22,9 +22,10 @@ const kubeconfig = [
 function world(secret: 'present' | 'absent' | 'not-a-kubeconfig') {
   const requests: string[] = [];
   const states: Array<{ state: GuestWatchState; detail: string }> = [];
+  const reads = { secret: 0 };
   const rancher = {
     find: () =>
-      Promise.resolve(
+      Promise.resolve(++reads.secret).then(() =>
         secret === 'absent'
           ? undefined
           : {
@@ -48,8 +49,10 @@ function world(secret: 'present' | 'absent' | 'not-a-kubeconfig') {
     onState: (_c, state, detail) => states.push({ state, detail }),
     backoff: { initialMs: 40, maxMs: 160 },
   });
-  return { watches, requests, states };
+  return { watches, requests, states, reads };
 }
+
+const settle = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const G1 = { namespace: 'fleet', name: 'g1' };
 
@@ -61,7 +64,8 @@ describe('GuestWatches', () => {
     const status = w.watches.status();
     await w.watches.stopAll();
     assert.equal(status[0]?.state, 'unreachable');
-    assert.match(status[0]?.detail ?? '', /retrying in \d+ s$/);
+    assert.match(status[0]?.detail ?? '', /ECONNREFUSED/);
+    assert.ok((status[0]?.failures ?? 0) > 1, 'the status counts the attempts');
     assert.ok(!status[0]?.detail.includes(TOKEN));
     assert.ok(w.requests.length > 1, 'retried');
     // 40, 80, 160, 160 … ms apart (each attempt retried once by the client): a handful, not a storm.
@@ -70,7 +74,11 @@ describe('GuestWatches', () => {
       w.requests.every((r) => r.startsWith('GET /api/v1/persistentvolumes') && !r.includes('watch=')),
       w.requests.join('\n'),
     );
-    assert.equal(w.states.filter((s) => s.state === 'unreachable').length >= 1, true);
+    // One notice (an Event, a status write) for the state, not one per retry.
+    assert.deepEqual(
+      w.states.map((s) => s.state),
+      ['unreachable'],
+    );
     const after = w.requests.length;
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(w.requests.length, after, 'stopped: nothing more');
@@ -89,5 +97,44 @@ describe('GuestWatches', () => {
       assert.equal(status[0]?.state, state);
       assert.deepEqual(w.requests, []);
     }
+  });
+
+  it('sends nothing for a cluster whose Secret Rancher has not named, and reads it once Rancher does', async () => {
+    const w = world('absent');
+    w.watches.ensure(G1, 'not-yet');
+    w.watches.ensure(G1, 'not-yet');
+    await settle(300);
+    assert.equal(w.reads.secret, 0, 'the Secret is not read');
+    assert.equal(w.watches.status()[0]?.state, 'no-kubeconfig');
+    assert.match(w.watches.status()[0]?.detail ?? '', /status\.clientSecretName is empty/);
+    w.watches.ensure(G1, 'written');
+    await settle(20);
+    assert.ok(w.reads.secret >= 1, 'read once Rancher names it');
+    await w.watches.stopAll();
+    assert.deepEqual(
+      w.states.map((s) => s.state),
+      ['no-kubeconfig', 'no-kubeconfig'],
+    );
+  });
+
+  it('reads a missing Secret again on the next event of the cluster, not on a timer; polls one Rancher says it wrote', async () => {
+    const w = world('absent');
+    w.watches.ensure(G1);
+    await settle(400); // ten times the first pause of the backoff
+    assert.equal(w.reads.secret, 1, 'no timer');
+    w.watches.ensure(G1);
+    await settle(50);
+    assert.equal(w.reads.secret, 2, 'read again on the next event');
+    await w.watches.stopAll();
+
+    const named = world('absent');
+    named.watches.ensure(G1, 'written');
+    await settle(400);
+    await named.watches.stopAll();
+    assert.ok(
+      named.reads.secret > 2,
+      `a Secret Rancher says exists is looked for again (${named.reads.secret} reads)`,
+    );
+    assert.equal(named.states.length, 1, 'one notice');
   });
 });

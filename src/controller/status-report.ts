@@ -110,7 +110,7 @@ export function renderSummaryText(s: StatusSummary): string {
   if (!s.guestClusters.length) lines.push('  (none)');
   for (const g of s.guestClusters)
     lines.push(
-      `  ${g.state.toUpperCase().padEnd(13)} ${g.cluster} since ${g.since}${g.detail ? `: ${g.detail}` : ''}`,
+      `  ${g.state.toUpperCase().padEnd(13)} ${g.cluster} since ${g.since}${g.detail ? `: ${g.detail}` : ''}${g.failures ? ` (${g.failures} attempts, retried with backoff)` : ''}`,
     );
   lines.push('', 'Deleted guest clusters, last inventory of their volumes:');
   if (!s.lastInventories.length) lines.push('  (none)');

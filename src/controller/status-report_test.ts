@@ -58,7 +58,8 @@ describe('status summary', () => {
           cluster: 'fleet-default/c2',
           state: 'unreachable',
           since: 't0',
-          detail: 'connect ECONNREFUSED; retrying in 20 s',
+          detail: 'connect ECONNREFUSED',
+          failures: 3,
         },
       ],
       inventories: [
@@ -86,7 +87,10 @@ describe('status summary', () => {
       ],
     });
     const text = renderSummaryText(s);
-    assert.match(text, /UNREACHABLE\s+fleet-default\/c2 since t0: connect ECONNREFUSED; retrying in 20 s/);
+    assert.match(
+      text,
+      /UNREACHABLE\s+fleet-default\/c2 since t0: connect ECONNREFUSED \(3 attempts, retried with backoff\)/,
+    );
     assert.match(text, /fleet-default\/c1 at t1, from the guest cluster's apiserver: 2 host volume\(s\)/);
     assert.match(
       text,

@@ -196,7 +196,7 @@ export class VolumeOwnership {
       }
       return;
     }
-    watches.ensure(cluster);
+    watches.ensure(cluster, prov ? (prov.status?.clientSecretName ? 'written' : 'not-yet') : 'unknown');
     const list = watches.volumes(cluster);
     if (!list) return; // the watch's first list brings us back
     const result = await this.recordAll(cluster, targets, list, 'watch', false);
