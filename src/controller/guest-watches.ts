@@ -34,7 +34,12 @@ export type GuestWatchState =
   | 'watching'
   /** The guest's apiserver does not answer, or refuses: retried with backoff. */
   | 'unreachable'
-  /** No `<cluster>-kubeconfig` yet (Rancher writes it once the guest's control plane is up). */
+  /**
+   * Rancher has not written `<cluster>-kubeconfig` yet (it does once the guest's control plane
+   * is up and names it in the cluster's status): nothing is sent, and nothing is wrong.
+   */
+  | 'waiting'
+  /** No `<cluster>-kubeconfig` where one was looked for. */
   | 'no-kubeconfig'
   /** The Secret cannot be used: not a kubeconfig, or one naming a file, a command or a proxy. */
   | 'unusable';
@@ -128,7 +133,8 @@ export class GuestWatches {
     const known = this.watches.get(key);
     if (known) {
       known.signal = signal;
-      if (known.state !== 'no-kubeconfig' || known.timer || signal === 'not-yet') return;
+      const missing = known.state === 'waiting' || known.state === 'no-kubeconfig';
+      if (!missing || known.timer || signal === 'not-yet') return;
       if (known.connecting) known.again = true;
       else void this.connect(known);
       return;
@@ -146,7 +152,7 @@ export class GuestWatches {
       signal,
     };
     this.watches.set(key, watch);
-    if (signal === 'not-yet') this.setState(watch, 'no-kubeconfig', notWrittenYet(cluster));
+    if (signal === 'not-yet') this.setState(watch, 'waiting', notWrittenYet(cluster));
     else void this.connect(watch);
   }
 

@@ -105,7 +105,7 @@ describe('GuestWatches', () => {
     w.watches.ensure(G1, 'not-yet');
     await settle(300);
     assert.equal(w.reads.secret, 0, 'the Secret is not read');
-    assert.equal(w.watches.status()[0]?.state, 'no-kubeconfig');
+    assert.equal(w.watches.status()[0]?.state, 'waiting');
     assert.match(w.watches.status()[0]?.detail ?? '', /status\.clientSecretName is empty/);
     w.watches.ensure(G1, 'written');
     await settle(20);
@@ -113,7 +113,7 @@ describe('GuestWatches', () => {
     await w.watches.stopAll();
     assert.deepEqual(
       w.states.map((s) => s.state),
-      ['no-kubeconfig', 'no-kubeconfig'],
+      ['waiting', 'no-kubeconfig'],
     );
   });
 

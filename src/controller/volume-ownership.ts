@@ -159,7 +159,7 @@ export class VolumeOwnership {
         OwnershipReasons.watching,
         `watching the PersistentVolumes of guest cluster ${name} in its own apiserver`,
       );
-    else if (state !== 'connecting')
+    else if (state !== 'connecting' && state !== 'waiting')
       this.record(
         cluster,
         'Warning',
