@@ -47,7 +47,7 @@ export function ownershipMetrics(registry: Registry) {
   return {
     watches: new Gauge({
       name: 'harvester_machine_guest_watches',
-      help: "Guest clusters whose PersistentVolumes are watched, by the watch's state (watching, connecting, unreachable, no-kubeconfig, unusable).",
+      help: "Guest clusters whose PersistentVolumes are watched, by the watch's state (watching, connecting, waiting, unreachable, no-kubeconfig, unusable).",
       labelNames: ['state'] as const,
       registers: [registry],
     }),
