@@ -13,7 +13,11 @@ import { fakeCache } from './testing/fake-cache.js';
 import { ownershipMetrics, VolumeOwnership } from './volume-ownership.js';
 
 const cluster = { namespace: 'fleet-default', name: 'c1' };
-const prov = { apiVersion: 'provisioning.cattle.io/v1', kind: 'Cluster', metadata: { ...cluster, uid: 'u1' } };
+const prov = {
+  apiVersion: 'provisioning.cattle.io/v1',
+  kind: 'Cluster',
+  metadata: { ...cluster, uid: 'u1' },
+};
 
 function ownership() {
   const events: Array<{ type: string; reason: string; message: string }> = [];
@@ -42,7 +46,11 @@ describe('VolumeOwnership.onWatchState', () => {
   it('records no Event while Rancher has not written the kubeconfig, and counts the state', async () => {
     const o = ownership();
     o.counts.set('waiting', 1);
-    o.subject.onWatchState(cluster, 'waiting', 'Rancher has not written Secret fleet-default/c1-kubeconfig yet');
+    o.subject.onWatchState(
+      cluster,
+      'waiting',
+      'Rancher has not written Secret fleet-default/c1-kubeconfig yet',
+    );
     o.subject.onWatchState(cluster, 'connecting', '');
     assert.deepEqual(o.events, []);
     assert.match(await o.registry.metrics(), /harvester_machine_guest_watches\{state="waiting"\} 1/);
