@@ -57,6 +57,7 @@ export class LeaderElector {
     const client = KubeClient.fromLoaded(loaded, {
       requestTimeoutMs: options.renewDeadlineMs,
       retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+      compression: false,
     });
     const elector = new LeaderElector(client, options);
     elector.ownsClient = true;

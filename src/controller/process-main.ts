@@ -41,7 +41,11 @@ export async function run(
 ): Promise<Running> {
   const loaded = rancherKubeconfig(config, env);
   const metrics = controllerMetrics({ processMetrics: true });
-  const client = KubeClient.fromLoaded(loaded, { onRequest: countRequests(metrics, 'rancher') });
+  // Rancher's own apiserver, on the controller's network: no compression (TransportOptions).
+  const client = KubeClient.fromLoaded(loaded, {
+    onRequest: countRequests(metrics, 'rancher'),
+    compression: false,
+  });
   const exit = hooks.exit ?? ((code: number) => process.exit(code));
   const lease = { name: config.leaderElection.name };
   metrics.leaderElection.set(lease, 0);

@@ -43,6 +43,8 @@ export interface KubeClientOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Where HTTP_PROXY, HTTPS_PROXY and NO_PROXY are read (default: process.env). */
   environment?: Readonly<Record<string, string | undefined>>;
+  /** Ask for gzipped answers (default true; TransportOptions.compression). */
+  compression?: boolean;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 250, maxDelayMs: 8_000 };
@@ -123,6 +125,7 @@ export class KubeClient {
   ) {
     this.transport = new Transport(kubeConfig, describeCredential(kubeConfig), {
       ...(options.environment ? { environment: options.environment } : {}),
+      ...(options.compression !== undefined ? { compression: options.compression } : {}),
     });
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.retry = options.retry ?? DEFAULT_RETRY;

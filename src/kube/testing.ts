@@ -10,6 +10,7 @@ export interface ScriptedRequest {
   method: string;
   path: string;
   query: URLSearchParams;
+  headers: http.IncomingHttpHeaders;
   body: string;
   /** performance.now() when the request arrived. */
   at: number;
@@ -48,6 +49,7 @@ export class ScriptedServer {
           method: req.method ?? '',
           path: url.pathname,
           query: url.searchParams,
+          headers: req.headers,
           body: Buffer.concat(chunks).toString('utf8'),
           at: performance.now(),
         };
