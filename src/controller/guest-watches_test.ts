@@ -22,10 +22,10 @@ const kubeconfig = [
 function world(secret: 'present' | 'absent' | 'not-a-kubeconfig') {
   const requests: string[] = [];
   const states: Array<{ state: GuestWatchState; detail: string }> = [];
-  const reads = { secret: 0 };
+  const reads = { secret: 0, names: [] as string[] };
   const rancher = {
-    find: () =>
-      Promise.resolve(++reads.secret).then(() =>
+    find: (_type: unknown, at: { namespace: string; name: string }) =>
+      Promise.resolve(++reads.secret + reads.names.push(`${at.namespace}/${at.name}`)).then(() =>
         secret === 'absent'
           ? undefined
           : {
@@ -110,6 +110,8 @@ describe('GuestWatches', () => {
     w.watches.ensure(G1, 'written');
     await settle(20);
     assert.ok(w.reads.secret >= 1, 'read once Rancher names it');
+    // The status only says whether to read: the Secret read is always the cluster's own.
+    assert.deepEqual([...new Set(w.reads.names)], ['fleet/g1-kubeconfig']);
     await w.watches.stopAll();
     assert.deepEqual(
       w.states.map((s) => s.state),
