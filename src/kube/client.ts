@@ -75,6 +75,11 @@ export interface ListOptions {
 export interface DeleteOptions {
   propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
   preconditions?: { uid?: string; resourceVersion?: string };
+  /**
+   * Ask, change nothing: the apiserver runs the deletion through authorization and admission
+   * (webhooks declared without side effects) and answers as it would, without deleting.
+   */
+  dryRun?: boolean;
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -349,13 +354,15 @@ export class KubeClient {
   ): Promise<T | 'deleted' | 'gone'> {
     const refused = nameless(describeOperation('delete', type, at), at.name);
     if (refused) return refused;
-    const hasBody = opts.propagationPolicy !== undefined || opts.preconditions !== undefined;
+    const { dryRun, ...options } = opts;
+    const body = { ...options, ...(dryRun ? { dryRun: ['All'] } : {}) };
+    const hasBody = Object.keys(body).length > 0;
     try {
       const answer = await this.call<T | { kind?: string }>({
         method: 'DELETE',
         path: resourcePath(type, at),
-        ...(hasBody ? { body: { apiVersion: 'v1', kind: 'DeleteOptions', ...opts } } : {}),
-        operation: describeOperation('delete', type, at),
+        ...(hasBody ? { body: { apiVersion: 'v1', kind: 'DeleteOptions', ...body } } : {}),
+        operation: describeOperation(dryRun ? 'dry-run delete' : 'delete', type, at),
       });
       return answer.kind === type.kind && 'metadata' in answer ? answer : 'deleted';
     } catch (err) {

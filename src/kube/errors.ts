@@ -56,6 +56,8 @@ export class KubeError extends Error {
       proxy?: string;
       /** A proxy's answer to CONNECT that was not 200. */
       proxyStatusCode?: number;
+      /** An admission webhook refused the request (admissionDenial). */
+      denial?: AdmissionDenial;
       cause?: unknown;
     } = {},
   ) {
@@ -96,6 +98,32 @@ export function ignoreAlreadyExists(err: unknown): undefined {
 }
 
 const ANONYMOUS = /User "system:(anonymous|unauthenticated)"/;
+
+/** Which admission webhook refused a request, and what it said (the apiserver's wording). */
+export interface AdmissionDenial {
+  webhook: string;
+  message: string;
+}
+
+/**
+ * kube-apiserver words a validating or mutating webhook's refusal as
+ * `admission webhook "<name>" denied the request: <the webhook's message, or its reason>` (or
+ * `… denied the request without explanation`), with the status the webhook gave
+ * (docs/upstream/control-plane.md#admission-webhooks-and-dry-runs).
+ */
+const DENIED = /^admission webhook "([^"]{1,253})" denied the request(?:: ([\s\S]*)| without explanation)?$/;
+
+/** The webhook's refusal in a failure Status; undefined when no webhook refused. */
+export function admissionDenialOf(status: KubeStatus | undefined): AdmissionDenial | undefined {
+  const match = DENIED.exec(status?.message ?? '');
+  if (!match) return undefined;
+  return { webhook: match[1] ?? '', message: redact(match[2] ?? '') };
+}
+
+/** The admission webhook's refusal behind `err`; undefined when it is no such refusal. */
+export function admissionDenial(err: unknown): AdmissionDenial | undefined {
+  return err instanceof KubeError ? err.extra.denial : undefined;
+}
 
 /** Classifies an HTTP answer from an apiserver (or a proxy in front of one). */
 export function classifyStatus(statusCode: number, status: KubeStatus | undefined): KubeErrorKind {

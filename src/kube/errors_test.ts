@@ -6,6 +6,8 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type { KubeClient } from './client.js';
 import {
   KubeError,
+  admissionDenial,
+  admissionDenialOf,
   classifyStatus,
   ignoreAlreadyExists,
   ignoreNotFound,
@@ -242,5 +244,71 @@ describe('the helpers call sites use', () => {
     assert.equal(await getSecret().catch(ignoreNotFound), undefined);
     answers.push({ code: 409, body: status(409, 'Conflict', 'changed') });
     await assert.rejects(getSecret().catch(ignoreNotFound), (err: unknown) => isConflict(err));
+  });
+});
+
+describe('an admission webhook’s refusal', () => {
+  const denied = (message: string): string =>
+    `admission webhook "validator.harvesterhci.io" denied the request: ${message}`;
+
+  it('is kept apart from its status code, with the webhook’s own words', async () => {
+    const words = 'can not delete the volume pvc-a which is currently attached to VM: default/vm1';
+    const err = await failure({ code: 409, body: status(409, 'Conflict', denied(words)) });
+    assert.equal(err.kind, 'Conflict');
+    assert.deepEqual(admissionDenial(err), { webhook: 'validator.harvesterhci.io', message: words });
+    // A conflict of another kind (a precondition, a resourceVersion) is no refusal.
+    const precondition = await failure({
+      code: 409,
+      body: status(
+        409,
+        'Conflict',
+        'Operation cannot be fulfilled: Precondition failed: UID in precondition: a',
+      ),
+    });
+    assert.equal(admissionDenial(precondition), undefined);
+    assert.equal(admissionDenial(new Error(denied(words))), undefined, 'only from an apiserver’s answer');
+  });
+
+  it('with no words, or only a message that mentions one, is read as the apiserver writes it', () => {
+    assert.deepEqual(admissionDenialOf({ message: 'admission webhook "w.example" denied the request' }), {
+      webhook: 'w.example',
+      message: '',
+    });
+    assert.equal(
+      admissionDenialOf({ message: 'the pod says: admission webhook "w" denied the request' }),
+      undefined,
+    );
+    assert.deepEqual(
+      admissionDenialOf({ message: 'admission webhook "w" denied the request without explanation' }),
+      { webhook: 'w', message: '' },
+    );
+    // A webhook that could not be called refused nothing: the apiserver failed the request.
+    assert.equal(
+      admissionDenialOf({
+        message: 'Internal error occurred: failed calling webhook "w": connection refused',
+      }),
+      undefined,
+    );
+  });
+
+  it('asks with a dry run: DeleteOptions carry dryRun All, and the operation says so', async () => {
+    answers.push({ code: 409, body: status(409, 'Conflict', denied('in use')) });
+    await assert.rejects(
+      client.delete(
+        Resources.pvc,
+        { namespace: 'default', name: 'pvc-a' },
+        { dryRun: true, preconditions: { uid: 'u1' } },
+      ),
+      (err: unknown) =>
+        err instanceof KubeError && /^dry-run delete persistentvolumeclaims default\/pvc-a/.test(err.message),
+    );
+    const sent = server.requests.at(-1);
+    assert.equal(sent?.method, 'DELETE');
+    assert.deepEqual(JSON.parse(sent?.body ?? '{}'), {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      preconditions: { uid: 'u1' },
+      dryRun: ['All'],
+    });
   });
 });

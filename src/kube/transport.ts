@@ -8,6 +8,7 @@ import zlib from 'node:zlib';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   KubeError,
+  admissionDenialOf,
   classifyStatus,
   isNetworkError,
   parseStatusBody,
@@ -270,6 +271,7 @@ export class Transport {
     const kind = classifyStatus(statusCode, status);
     const retryAfterMs = retryAfter(headers, status);
     const message = status?.message || `HTTP ${statusCode}`;
+    const denial = admissionDenialOf(status);
     return new KubeError(
       kind,
       operation,
@@ -279,6 +281,7 @@ export class Transport {
         reason: status?.reason,
         ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
         ...(kind === 'CredentialRejected' ? { credential: this.credential } : {}),
+        ...(denial ? { denial } : {}),
       },
     );
   }
