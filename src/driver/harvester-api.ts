@@ -3,7 +3,7 @@
 // into CredentialRejectedError at this single place (so no operation can forget it).
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';
-import { isCredentialRejected, isNotFound } from '../kube/errors.js';
+import { admissionDenial, isCredentialRejected, isNotFound } from '../kube/errors.js';
 import {
   Resources,
   describeOperation,
@@ -20,10 +20,10 @@ import type {
   VirtualMachineInstance,
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
-import type { ListRead } from '../harvester/removal-reads.js';
+import type { DeleteAnswer, ListRead } from '../harvester/removal-reads.js';
 import type { ConfigMapObject } from '../harvester/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
-import { credentialRejected, type CredentialSource } from './credential-error.js';
+import { CredentialRejectedError, credentialRejected, type CredentialSource } from './credential-error.js';
 
 /** Harvester's vm-dhcp-controller add-on (docs/upstream/vm-dhcp-controller.md#resources). */
 export const VmDhcpResources = {
@@ -302,6 +302,34 @@ export class HarvesterApi {
       () => this.client.delete(Resources.pvc, { namespace, name }, uid ? { preconditions: { uid } } : {}),
       (deleted) => deleted,
     );
+  }
+
+  /**
+   * Would Harvester delete this PVC now? A dry-run delete of the PVC as read (uid
+   * precondition): kube-apiserver runs it through admission, where Harvester's PVC webhook
+   * (declared without side effects, so called on dry runs) refuses a PVC a VM not being
+   * deleted names. Nothing is deleted. A webhook's refusal is 'refused' with its words; a PVC
+   * already gone is 'allowed' (nothing left to keep); anything else that is no answer of the
+   * webhook (no permission, the webhook unreachable, the PVC replaced) is 'unknown'. A refused
+   * credential still fails, as every call does.
+   */
+  async askToDeletePvc(namespace: string, pvc: PersistentVolumeClaim): Promise<DeleteAnswer> {
+    const { name, uid } = pvc.metadata;
+    try {
+      await this.guard(() =>
+        this.client.delete(
+          Resources.pvc,
+          { namespace, name },
+          { dryRun: true, ...(uid ? { preconditions: { uid } } : {}) },
+        ),
+      );
+      return { kind: 'allowed' };
+    } catch (err) {
+      const denial = admissionDenial(err);
+      if (denial) return { kind: 'refused', reason: denial.message || `refused by ${denial.webhook}` };
+      if (err instanceof CredentialRejectedError) throw err;
+      return { kind: 'unknown' };
+    }
   }
 
   /** KubeVirt's subresource API (virt-api): PUT with no body; 202 on success. */

@@ -11,6 +11,8 @@
 // - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
 //   guest cluster, or a PVC that another existing VM of the inputs still references (which
 //   VMs the removal reads, and what that leaves to Harvester: removal-reads.ts, ADR 0018).
+// - Never a PVC Harvester said it would refuse to delete when it was asked (a dry-run delete
+//   through its PVC webhook: removal-reads.ts, ADR 0018); its answer is the reason kept.
 // - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
 //   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
 // Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
@@ -49,7 +51,15 @@ export interface RemovalInputs {
   clusterName: string;
   /** When given, only referenced Secrets that the VM owns are listed; else the `<vm>-cloudinit` one. */
   secretsInNamespace?: readonly Secret[];
+  /**
+   * What Harvester answered, per PVC name, when asked whether it would delete the PVC now
+   * (removal-reads.ts): a PVC it would refuse is kept, with its words as the reason.
+   */
+  harvesterAnswers?: ReadonlyMap<string, HarvesterDeleteAnswer>;
 }
+
+/** Harvester's answer to a dry-run delete of a PVC: its PVC webhook let it go, or refused (and why). */
+export type HarvesterDeleteAnswer = { kind: 'allowed' } | { kind: 'refused'; reason: string };
 
 export interface PlannedItem {
   name: string;
@@ -239,6 +249,9 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     if (!clusterLabels.has(name)) return refuse(name, `names no PVC in namespace ${namespace}`);
     const users = usedBy.get(name);
     if (users) return keep(name, `still used by VM ${users.map((u) => `${namespace}/${u}`).join(', ')}`);
+    const answer = inputs.harvesterAnswers?.get(name);
+    if (answer?.kind === 'refused')
+      return keep(name, `Harvester refuses to delete it: ${shown(answer.reason)}`);
     const owner = clusterLabels.get(name)?.find((label) => label !== undefined && label !== clusterName);
     if (owner !== undefined) {
       return keep(

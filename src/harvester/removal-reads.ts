@@ -9,22 +9,28 @@
 //   outside a guest cluster, or whose cluster name no label can hold, is checked against every
 //   VM of its namespace, as before: no label bounds who may use its disks.
 // - a whole-cluster removal that would delete a labelled PVC none of the cluster's VMs names
-//   (a volume attached to nothing, or hot-plugged into a VM outside the cluster) is checked
-//   against every VM of the namespace: the label says whose the volume is, not who uses it.
+//   (a volume attached to nothing, or hot-plugged into a VM outside the cluster) asks Harvester
+//   about each such PVC: a dry-run delete, which its PVC webhook answers from its own index of
+//   the VMs that name a PVC. A refusal keeps the PVC. Only where Harvester's VM controller
+//   handles the VM (its cleanup finalizer is on it) is that answer taken; without the finalizer,
+//   or when any answer is no clear yes or no, every VM of the namespace is checked instead: the
+//   label says whose the volume is, not who uses it.
 // What is given up: a VM outside the guest cluster that uses one of the cluster's VMs' own
 // disks is not seen here. Harvester's own PVC webhook refuses to delete a PVC that a VM not
 // being deleted names as a claim (every release: by its VM index, before v1.4.0 by the
 // owned-by annotation), so that case costs a stalled removal, not data
-// (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook).
+// (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook). The webhook does not count a
+// VM that is itself being deleted, nor one that names the PVC as a DataVolume.
 // Pure: every read goes through the RemovalReader the caller gives.
 
 import {
   wantsRemoveAllPvcs,
   claimNameProblem,
   referencedClaims,
+  type HarvesterDeleteAnswer,
   type RemovalInputs,
 } from './removal-plan.js';
-import { LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
+import { FINALIZER_HARVESTER_VM_CLEANUP, LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
 import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
 
 /**
@@ -36,6 +42,9 @@ import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } fr
  */
 export type ListRead = 'consistent' | 'cached' | { notOlderThan: string };
 
+/** Harvester's answer to a dry-run delete, or none to rely on (an error, the PVC replaced meanwhile). */
+export type DeleteAnswer = HarvesterDeleteAnswer | { kind: 'unknown' };
+
 /** Reads in the machine's namespace. */
 export interface RemovalReader {
   findVm(name: string): Promise<VirtualMachine | undefined>;
@@ -44,6 +53,11 @@ export interface RemovalReader {
   /** The namespace's VMs; with a label selector, only those it selects. */
   listVms(labelSelector?: string, read?: ListRead): Promise<VirtualMachine[]>;
   listPvcs(labelSelector: string): Promise<PersistentVolumeClaim[]>;
+  /**
+   * Would the apiserver, with its admission webhooks, delete this PVC (this uid) now? A dry-run
+   * delete: nothing changes. Without it every VM of the namespace is read instead.
+   */
+  askToDeletePvc?(pvc: PersistentVolumeClaim): Promise<DeleteAnswer>;
 }
 
 export interface RemovalTarget {
@@ -92,24 +106,69 @@ export function readProtectingVms(
   return selector === undefined ? reader.listVms(undefined, read) : reader.listVms(selector, read);
 }
 
+type BeyondClusterInputs = Pick<RemovalInputs, 'vm' | 'vms' | 'pvcs' | 'removeAll' | 'clusterName'>;
+
 /**
- * Does this whole-cluster removal need every VM of the namespace to protect its PVCs? Yes when
- * it would delete a PVC labelled for the cluster that neither the machine's VM nor any VM of
- * the cluster names: whoever uses such a volume (if anyone) is outside the cluster.
+ * The PVCs whose users this whole-cluster removal cannot know from its cluster's VMs: those it
+ * would delete, labelled for the cluster, that neither the machine's VM nor any VM of the
+ * cluster names. Whoever uses such a volume (if anyone) is outside the cluster.
  */
-export function protectsBeyondCluster(
-  inputs: Pick<RemovalInputs, 'vm' | 'vms' | 'pvcs' | 'removeAll' | 'clusterName'>,
-): boolean {
-  if (!inputs.removeAll || guestClusterSelector(inputs.clusterName) === undefined) return false;
+export function beyondClusterCandidates(inputs: BeyondClusterInputs): PersistentVolumeClaim[] {
+  if (!inputs.removeAll || guestClusterSelector(inputs.clusterName) === undefined) return [];
   const named = new Set(
     [inputs.vm, ...inputs.vms]
       .filter((v) => v === inputs.vm || v.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === inputs.clusterName)
       .flatMap((v) => referencedClaims(v.spec.template.spec.volumes)),
   );
-  return inputs.pvcs.some(
-    (p) =>
-      p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === inputs.clusterName && !named.has(p.metadata.name),
-  );
+  const seen = new Set<string>();
+  return inputs.pvcs.filter((p) => {
+    const name = p.metadata.name;
+    if (p.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] !== inputs.clusterName || named.has(name)) return false;
+    if (seen.has(name)) return false;
+    seen.add(name);
+    return true;
+  });
+}
+
+/** Does this whole-cluster removal have PVCs whose users its cluster's VMs cannot tell? */
+export function protectsBeyondCluster(inputs: BeyondClusterInputs): boolean {
+  return beyondClusterCandidates(inputs).length > 0;
+}
+
+/**
+ * Harvester's VM controller handles this VM (its cleanup finalizer is on it): the Harvester
+ * whose PVC webhook answers a dry-run delete is there. Without it a yes proves nothing.
+ */
+export function harvesterGuardsVolumes(vm: VirtualMachine): boolean {
+  return (vm.metadata.finalizers ?? []).includes(FINALIZER_HARVESTER_VM_CLEANUP);
+}
+
+/**
+ * Completes the protection of a whole-cluster removal beyond its cluster's VMs (`inputs.vms`):
+ * asks Harvester about each candidate PVC not asked yet (beyondClusterCandidates) and keeps
+ * the cluster's VMs when every answer is a clear yes or no; otherwise lists every VM of the
+ * namespace (`read` as the cluster's list was), and then no answer is needed.
+ */
+export async function protectBeyondCluster(
+  reader: RemovalReader,
+  inputs: BeyondClusterInputs & Pick<RemovalInputs, 'harvesterAnswers'>,
+  read: ListRead,
+): Promise<Pick<RemovalInputs, 'vms' | 'harvesterAnswers'>> {
+  const known = inputs.harvesterAnswers;
+  const candidates = beyondClusterCandidates(inputs);
+  const unasked = candidates.filter((p) => !known?.has(p.metadata.name));
+  if (unasked.length === 0) return { vms: inputs.vms, ...(known ? { harvesterAnswers: known } : {}) };
+  const ask = reader.askToDeletePvc?.bind(reader);
+  if (ask && harvesterGuardsVolumes(inputs.vm)) {
+    const answers = await Promise.all(unasked.map((p) => ask(p)));
+    const clear = answers.filter((a): a is HarvesterDeleteAnswer => a.kind !== 'unknown');
+    if (clear.length === answers.length) {
+      const harvesterAnswers = new Map(known);
+      unasked.forEach((p, i) => harvesterAnswers.set(p.metadata.name, clear[i] as HarvesterDeleteAnswer));
+      return { vms: inputs.vms, harvesterAnswers };
+    }
+  }
+  return { vms: await reader.listVms(undefined, read) };
 }
 
 export interface RemovalReadOptions {
@@ -149,20 +208,7 @@ export async function readForRemoval(
   ]);
   // Both reads of a PVC both named and labelled stay: a label changed in between counts either way.
   const pvcs = [...named.filter((p): p is PersistentVolumeClaim => p !== undefined), ...labelled];
-  const wide = protectsBeyondCluster({
-    vm,
-    vms: clusterVms,
-    pvcs,
-    removeAll,
-    clusterName: target.clusterName,
-  });
-  const vms = wide ? await readProtectingVms(reader, target.clusterName, read, true) : clusterVms;
-  return {
-    vm,
-    ...(vmi ? { vmi } : {}),
-    pvcs,
-    vms,
-    removeAll,
-    clusterName: target.clusterName,
-  };
+  const base = { vm, pvcs, removeAll, clusterName: target.clusterName };
+  const protection = await protectBeyondCluster(reader, { ...base, vms: clusterVms }, read);
+  return { ...base, ...(vmi ? { vmi } : {}), ...protection };
 }

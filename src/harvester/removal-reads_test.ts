@@ -7,18 +7,25 @@
 // ever planned; a plain removal plans no hot-plugged volume; the plan differs from one made
 // from every VM and PVC of the namespace only by PVCs that a VM outside the guest cluster
 // uses (what ADR 0018 leaves to Harvester's webhook); and what is read does not grow with
-// other clusters' VMs and PVCs.
+// other clusters' VMs and PVCs. Where Harvester handles the machine's VM (its cleanup
+// finalizer), the namespace also answers dry-run deletes as Harvester's PVC webhook does, or
+// fails to.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { runningVmiArb } from './testing/vmi-arbitrary.js';
-import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
+import {
+  ANNOTATION_REMOVE_ALL_PVCS,
+  FINALIZER_HARVESTER_VM_CLEANUP,
+  LABEL_GUEST_CLUSTER_NAME,
+} from './labels.js';
 import { planRemoval, type RemovalInputs } from './removal-plan.js';
 import {
   claimsToRead,
   guestClusterSelector,
   protectsBeyondCluster,
   readForRemoval,
+  type DeleteAnswer,
   type RemovalReader,
 } from './removal-reads.js';
 import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance, Volume } from './types.js';
@@ -32,13 +39,44 @@ interface World {
   vms: VirtualMachine[];
   vmi: VirtualMachineInstance | undefined;
   pvcs: PersistentVolumeClaim[];
+  /**
+   * How a dry-run delete of a PVC is answered: as Harvester's PVC webhook would (a VM of the
+   * namespace not being deleted names it as a claim), with no answer to rely on, or not at all.
+   */
+  webhook?: 'answers' | 'fails';
+}
+
+/** Harvester's PVC webhook: refuses while a VM not being deleted names the PVC as a claim. */
+function webhookAnswer(w: World, name: string): DeleteAnswer {
+  const user = w.vms.find(
+    (v) =>
+      v.metadata.namespace === NS &&
+      !v.metadata.deletionTimestamp &&
+      (v.spec.template.spec.volumes ?? []).some((vol) => vol.persistentVolumeClaim?.claimName === name),
+  );
+  return user
+    ? {
+        kind: 'refused',
+        reason: `can not delete the volume ${name} which is currently attached to VM: ${NS}/${user.metadata.name}`,
+      }
+    : { kind: 'allowed' };
 }
 
 /** An in-memory namespace (plus objects of another one, never to be handed out). */
 class Namespace implements RemovalReader {
   objectsRead = 0;
   requests: string[] = [];
-  constructor(private readonly w: World) {}
+  readonly askToDeletePvc?: (pvc: PersistentVolumeClaim) => Promise<DeleteAnswer>;
+  constructor(private readonly w: World) {
+    if (w.webhook) {
+      this.askToDeletePvc = (pvc) => {
+        this.requests.push(`dry-run delete pvc ${pvc.metadata.name}`);
+        return Promise.resolve(
+          w.webhook === 'answers' ? webhookAnswer(w, pvc.metadata.name) : { kind: 'unknown' },
+        );
+      };
+    }
+  }
 
   private give<T>(request: string, items: T[]): T[] {
     this.requests.push(request);
@@ -85,7 +123,7 @@ function vm(
   name: string,
   namespace: string,
   volumes: Volume[],
-  opts: { cluster?: string; deleting?: boolean; removeAll?: boolean } = {},
+  opts: { cluster?: string; deleting?: boolean; removeAll?: boolean; harvester?: boolean } = {},
 ): VirtualMachine {
   return {
     apiVersion: 'kubevirt.io/v1',
@@ -97,6 +135,7 @@ function vm(
       labels: clusterLabel(opts.cluster),
       ...(opts.removeAll ? { annotations: { [ANNOTATION_REMOVE_ALL_PVCS]: 'true' } } : {}),
       ...(opts.deleting ? { deletionTimestamp: '2025-01-01T00:00:00Z' } : {}),
+      ...(opts.harvester ? { finalizers: [FINALIZER_HARVESTER_VM_CLEANUP] } : {}),
     },
     spec: { runStrategy: 'RerunOnFailure', template: { spec: { domain: { devices: {} }, volumes } } },
   };
@@ -166,6 +205,8 @@ const caseArb: fc.Arbitrary<Case> = fc
           vmi: vmiArb(claims, template),
           selfLabelled: fc.boolean(),
           removeAll: fc.boolean(),
+          harvester: fc.boolean(),
+          webhook: fc.constantFrom<World['webhook']>('answers', 'answers', 'fails', undefined),
           others: fc.uniqueArray(
             fc.record({
               name: dnsLabel.filter((n) => n !== TARGET),
@@ -183,10 +224,11 @@ const caseArb: fc.Arbitrary<Case> = fc
             maxLength: 4,
           }),
         })
-        .map(({ vmi, selfLabelled, removeAll, others, pvcs, elsewhere }): Case => {
+        .map(({ vmi, selfLabelled, removeAll, harvester, webhook, others, pvcs, elsewhere }): Case => {
           const target = vm(TARGET, NS, template, {
             ...(selfLabelled && guestClusterSelector(clusterName) ? { cluster: clusterName } : {}),
             removeAll,
+            harvester,
           });
           const pvc = (namespace: string) => (p: { name: string; cluster: string | undefined }) => ({
             metadata: { name: p.name, namespace, labels: clusterLabel(p.cluster) },
@@ -196,6 +238,7 @@ const caseArb: fc.Arbitrary<Case> = fc
             clusters,
             world: {
               clusterName,
+              ...(webhook ? { webhook } : {}),
               vmi,
               vms: [
                 target,
@@ -314,10 +357,19 @@ describe('readForRemoval: what a removal reads, over random namespaces', () => {
           ...claimsToRead(inputs.vm, world.vmi),
           ...claimsOf(inputs.vm.spec.template.spec.volumes),
         ]);
+        // When Harvester answered, what its webhook counts: claims of VMs not being deleted.
+        const answered = inputs.harvesterAnswers !== undefined;
         const usedAnywhere = new Set(
           world.vms
             .filter((v) => v.metadata.namespace === NS && v.metadata.name !== TARGET)
-            .flatMap((v) => claimsOf(v.spec.template.spec.volumes)),
+            .filter((v) => !answered || !v.metadata.deletionTimestamp)
+            .flatMap((v) =>
+              answered
+                ? (v.spec.template.spec.volumes ?? []).flatMap(
+                    (vol) => vol.persistentVolumeClaim?.claimName ?? [],
+                  )
+                : claimsOf(v.spec.template.spec.volumes),
+            ),
         );
         for (const name of planned(inputs)) {
           if (clusterNames.has(name)) continue;
@@ -338,8 +390,11 @@ describe('readForRemoval: what a removal reads, over random namespaces', () => {
         fc.array(fc.tuple(dnsLabel, fc.constantFrom('x-a', 'x-b')), { minLength: 1, maxLength: 30 }),
         async ({ world }, crowd) => {
           const first = await readAndPlan(world);
-          // A whole-cluster removal of a volume no VM of the cluster names reads every VM.
-          if (protectsBeyondCluster(first.inputs)) return;
+          // A whole-cluster removal of a volume no VM of the cluster names reads every VM,
+          // unless Harvester answered for each such volume.
+          const wide = (i: RemovalInputs): boolean =>
+            protectsBeyondCluster(i) && i.harvesterAnswers === undefined;
+          if (wide(first.inputs)) return;
           const before = first.reads;
           const taken = new Set(world.vms.map((v) => v.metadata.name));
           const named = new Set(claimsToRead(world.vms[0] as VirtualMachine, world.vmi));
@@ -366,7 +421,7 @@ describe('readForRemoval: what a removal reads, over random namespaces', () => {
             ],
           };
           const again = await readAndPlan(crowded);
-          if (protectsBeyondCluster(again.inputs)) return;
+          if (wide(again.inputs)) return;
           const after = again.reads;
           assert.equal(after.objectsRead, before.objectsRead);
           assert.deepEqual(after.requests.sort(), before.requests.sort());
@@ -448,6 +503,68 @@ describe('readForRemoval: examples', () => {
       planRemoval(inputs).pvcs.map((p) => p.name),
       ['m1-disk-0-abcde', 'pvc-labelled'],
     );
+  });
+
+  it('a whole-cluster removal asks Harvester about the volumes no VM of the cluster names, and reads no other VM', async () => {
+    const removeAll = { cluster: 'c1', removeAll: true, harvester: true };
+    const world: World = {
+      clusterName: 'c1',
+      webhook: 'answers',
+      vms: [
+        vm(TARGET, NS, [boot], removeAll),
+        // Of no guest cluster: the data volume of c1 hot-plugged into it.
+        vm('rescue', NS, [
+          { name: 'hp', persistentVolumeClaim: { claimName: 'pvc-lent', hotpluggable: true } },
+        ]),
+        // Going itself: Harvester's webhook does not count it.
+        vm('leaving', NS, [{ name: 'hp', persistentVolumeClaim: { claimName: 'pvc-left' } }], {
+          deleting: true,
+        }),
+      ],
+      vmi: undefined,
+      pvcs: [pvc('m1-disk-0-abcde'), pvc('pvc-lent', 'c1'), pvc('pvc-left', 'c1'), pvc('pvc-free', 'c1')],
+    };
+    const reads = new Namespace(world);
+    const inputs = await readForRemoval(reads, { name: TARGET, clusterName: 'c1' });
+    assert.ok(inputs);
+    assert.deepEqual(reads.requests.sort(), [
+      'dry-run delete pvc pvc-free',
+      'dry-run delete pvc pvc-left',
+      'dry-run delete pvc pvc-lent',
+      'get pvc m1-disk-0-abcde',
+      'get vmi m1',
+      `list pvcs ${LABEL_GUEST_CLUSTER_NAME}=c1`,
+      `list vms ${LABEL_GUEST_CLUSTER_NAME}=c1`,
+    ]);
+    const plan = planRemoval(inputs);
+    assert.deepEqual(plan.pvcs.map((p) => p.name).sort(), ['m1-disk-0-abcde', 'pvc-free', 'pvc-left']);
+    assert.deepEqual(
+      plan.kept.map((k) => k.name),
+      ['pvc-lent'],
+    );
+    assert.match(
+      plan.kept[0]?.reason ?? '',
+      /^Harvester refuses to delete it: "can not delete the volume pvc-lent which is currently attached to VM: default\/rescue"$/,
+    );
+
+    // No answer to rely on, or no sign of Harvester on the VM: every VM of the namespace protects.
+    const unsure = [
+      { ...world, webhook: 'fails' as const },
+      { ...world, vms: [vm(TARGET, NS, [boot], { ...removeAll, harvester: false }), ...world.vms.slice(1)] },
+    ];
+    for (const w of unsure) {
+      const wide = new Namespace(w);
+      const fallback = await readForRemoval(wide, { name: TARGET, clusterName: 'c1' });
+      assert.ok(fallback);
+      assert.ok(wide.requests.includes('list vms (all)'), JSON.stringify(wide.requests));
+      assert.equal(fallback.harvesterAnswers, undefined);
+      assert.deepEqual(
+        planRemoval(fallback)
+          .kept.map((k) => k.name)
+          .sort(),
+        ['pvc-left', 'pvc-lent'],
+      );
+    }
   });
 
   it('finds an unlabelled VM by name; outside a guest cluster (or a name no label holds) every VM of the namespace protects', async () => {

@@ -15,7 +15,7 @@ import {
 } from '../../harvester/removal-plan.js';
 import {
   readForRemoval,
-  protectsBeyondCluster,
+  protectBeyondCluster,
   readProtectingVms,
   type RemovalReader,
   type RemovalReadOptions,
@@ -38,6 +38,7 @@ function reader(ctx: OperationContext): RemovalReader {
     listVms: (labelSelector, read) => ctx.api.listVms(ns, labelSelector, read),
     // Consistent: a PVC's revision cannot be waited for in the VM cache (ADR 0018).
     listPvcs: (labelSelector) => ctx.api.listPvcs(ns, labelSelector),
+    askToDeletePvc: (pvc) => ctx.api.askToDeletePvc(ns, pvc),
   };
 }
 
@@ -94,13 +95,15 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
     // A record equal to what the VM had is no write (no new revision): then a consistent list.
     const revision = recorded.metadata.resourceVersion;
     const wrote = revision !== undefined && revision !== inputs.vm.metadata.resourceVersion;
-    const vms = await readProtectingVms(
+    const read = wrote ? { notOlderThan: revision } : ('consistent' as const);
+    const clusterVms = await readProtectingVms(reader(ctx), ctx.config.ClusterName, read);
+    // Volumes no VM of the cluster names now: Harvester's earlier answers stand, new ones are asked.
+    const protection = await protectBeyondCluster(
       reader(ctx),
-      ctx.config.ClusterName,
-      wrote ? { notOlderThan: revision } : 'consistent',
-      protectsBeyondCluster(inputs),
+      { ...inputs, vm: recorded, vms: clusterVms },
+      read,
     );
-    const checked = planRemoval({ ...inputs, vm: recorded, vms });
+    const checked = planRemoval({ ...inputs, vm: recorded, ...protection });
     if (removedPvcsAnnotationValue(checked) === value) return { vm: recorded, plan: checked };
     if (attempt >= MAX_PLAN_ATTEMPTS) {
       throw new Error(
@@ -108,7 +111,7 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
       );
     }
     // A VM written meanwhile protects more (or less): record that plan, and check it again.
-    planned = { inputs: { ...inputs, vm: recorded, vms }, plan: checked };
+    planned = { inputs: { ...inputs, vm: recorded, ...protection }, plan: checked };
   }
   return undefined;
 }
