@@ -4,7 +4,9 @@
 // stand-ins (sandbox/standins) are started on top by the caller.
 import type { KubeClient } from '../src/kube/client.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
+import { issueCert } from './control-plane/pki.js';
 import { installCrds } from './crds/install.js';
+import type { WebhookServing } from './standins/index.js';
 import { KubeVirt } from './kubevirt/kubevirt.js';
 
 /** The sandbox's reduced kubevirt.io CRDs: left out where KubeVirt's own are installed. */
@@ -22,6 +24,8 @@ export interface HarvesterControlPlane {
   kubevirt: KubeVirt | undefined;
   /** For the stand-ins' virt-handler (StandInOptions.virtHandlerClient). */
   virtHandlerClient: KubeClient | undefined;
+  /** For the stand-ins' Harvester PVC webhook (StandInOptions.harvesterWebhook): served on 127.0.0.1. */
+  webhookServing: WebhookServing;
   /** Stops KubeVirt, then the control plane. */
   stop(): Promise<void>;
 }
@@ -42,10 +46,18 @@ export async function startHarvester(opts: HarvesterOptions = {}): Promise<Harve
   try {
     await kubevirt?.start(cp);
     const virtHandlerClient = await kubevirt?.virtHandlerClient(cp);
+    // After KubeVirt's: openssl keeps the CA's serial number in one file.
+    const webhookCert = await issueCert(
+      cp.pki,
+      'harvester-webhook',
+      { commonName: 'harvester-webhook' },
+      'server',
+    );
     return {
       cp,
       kubevirt,
       virtHandlerClient,
+      webhookServing: { certPem: webhookCert.certPem, keyPem: webhookCert.keyPem, caPem: cp.pki.caPem },
       stop: async () => {
         await kubevirt?.stop(cp.admin);
         await cp.stop();

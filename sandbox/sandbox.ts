@@ -194,6 +194,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       networksWithoutDhcp: [`${SEED_NAMESPACE}/${SEED_STATIC_NETWORK}`],
       ...opts.standIns,
       ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
+      harvesterWebhook: harvesterPlane.webhookServing,
       logger,
     });
     stops.push(() => standIns.stop());

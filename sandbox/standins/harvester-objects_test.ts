@@ -5,12 +5,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { admissionDenial, isConflict } from '../../src/kube/errors.js';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
 import { IMPORTED_IMAGE_VIRTUAL_SIZE } from './harvester/image-controller.js';
-import { Finalizers, Labels } from './names.js';
+import { pvcDeletionVerdict, pvcsNamedBy, type AdmissionRequest } from './harvester/pvc-webhook.js';
+import { Annotations, Finalizers, Labels } from './names.js';
 import { gone, importedImage, useHarvester, waitUntil } from './testing.js';
-import type { KeyPair, PersistentVolumeClaim, StorageClass, VirtualMachineImage } from './types.js';
+import type {
+  KeyPair,
+  PersistentVolumeClaim,
+  StorageClass,
+  VirtualMachine,
+  VirtualMachineImage,
+} from './types.js';
+import { patchFinalizers, withoutFinalizer } from './writes.js';
 
 const hasSshKeygen = spawnSync('ssh-keygen', ['-?']).error === undefined;
 
@@ -167,5 +176,88 @@ describe('Harvester object controllers', () => {
     assert.ok(other);
     await client.delete(Resources.pvc, { namespace: ns, name: 'elsewhere' });
     await waitUntil(client, Resources.pvc, { namespace: ns, name: 'elsewhere' }, 'PVC gone', gone);
+  });
+});
+
+describe("Harvester's PVC deletion webhook", () => {
+  const s = useHarvester({ name: 'standins-pvcwh', kubevirt: false });
+  const claim = (namespace: string, name: string): PersistentVolumeClaim => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  });
+  const vmNaming = (namespace: string, name: string, claimName: string): VirtualMachine => ({
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachine',
+    metadata: { name, namespace, finalizers: ['example.com/hold'] },
+    spec: {
+      runStrategy: 'Halted',
+      template: {
+        spec: {
+          domain: { devices: {} },
+          volumes: [{ name: 'disk-0', persistentVolumeClaim: { claimName } }],
+        },
+      },
+    },
+  });
+  const refusal = async (namespace: string, name: string, dryRun: boolean): Promise<string | undefined> => {
+    try {
+      await s.client.delete(Resources.pvc, { namespace, name }, dryRun ? { dryRun: true } : {});
+      return undefined;
+    } catch (err) {
+      const denial = admissionDenial(err);
+      if (!denial) throw err;
+      assert.equal(denial.webhook, 'validator.harvesterhci.io');
+      assert.ok(isConflict(err), 'Conflict, as Harvester v1.8.0 answers');
+      return denial.message;
+    }
+  };
+
+  it('refuses, on a dry run too, while a VM that is not being deleted names the PVC; then lets it go', async () => {
+    const { client } = s;
+    const ns = await createNamespace(client, 'pvcwh');
+    await client.create(Resources.pvc, claim(ns, 'used'));
+    await client.create(Resources.pvc, claim(ns, 'free'));
+    await client.create(Resources.virtualMachine, vmNaming(ns, 'user', 'used'));
+    await s.standIns.idle();
+    const words = `can not delete the volume used which is currently attached to VM: ${ns}/user`;
+    assert.equal(await refusal(ns, 'used', true), words);
+    assert.equal(await refusal(ns, 'used', false), words);
+    // A dry run of a PVC no VM names is let through, and deletes nothing.
+    assert.equal(await refusal(ns, 'free', true), undefined);
+    assert.ok(await client.find(Resources.pvc, { namespace: ns, name: 'free' }));
+    // The VM going (held by a finalizer of ours) no longer counts.
+    await client.delete(Resources.virtualMachine, { namespace: ns, name: 'user' });
+    await s.standIns.idle();
+    assert.equal(await refusal(ns, 'used', true), undefined);
+    await patchFinalizers(
+      client,
+      Resources.virtualMachine,
+      await client.get<VirtualMachine>(Resources.virtualMachine, { namespace: ns, name: 'user' }),
+      withoutFinalizer('example.com/hold'),
+    );
+  });
+
+  it('counts a name in the volumeClaimTemplates annotation as Harvester’s index does; the garbage collector’s deletions pass', () => {
+    const vm = vmNaming('ns', 'tpl', 'disk-a');
+    vm.metadata.annotations = {
+      [Annotations.volumeClaimTemplates]: JSON.stringify([{ metadata: { name: 'disk-b' }, spec: {} }]),
+    };
+    assert.deepEqual(pvcsNamedBy(vm).sort(), ['ns/disk-a', 'ns/disk-b']);
+    const request = (username: string): AdmissionRequest => ({
+      uid: 'u',
+      operation: 'DELETE',
+      resource: { group: '', resource: 'persistentvolumeclaims' },
+      userInfo: { username },
+      oldObject: claim('ns', 'disk-b'),
+    });
+    assert.equal(pvcDeletionVerdict(request('someone'), [vm]).allowed, false);
+    assert.equal(
+      pvcDeletionVerdict(request('system:serviceaccount:kube-system:generic-garbage-collector'), [vm])
+        .allowed,
+      true,
+    );
+    assert.equal(pvcDeletionVerdict({ ...request('someone'), operation: 'UPDATE' }, [vm]).allowed, true);
   });
 });

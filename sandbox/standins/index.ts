@@ -22,6 +22,7 @@ import { keyPairController } from './harvester/keypair-controller.js';
 import { pciDevicesStandIn } from './harvester/pcidevices-controller.js';
 import { loadBalancerControllers } from './harvester/load-balancer-controller.js';
 import { harvesterVmController } from './harvester/vm-controller.js';
+import { pvcDeletionWebhook, type WebhookServing } from './harvester/pvc-webhook.js';
 import { vmiNetworkController } from './harvester/vmi-network-controller.js';
 import { vmDhcpControllers } from './harvester/vm-dhcp-controller.js';
 import { kubelet } from './node/kubelet.js';
@@ -31,6 +32,7 @@ import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js
 
 export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
 export type { Delays, VmRef } from './context.js';
+export type { WebhookServing } from './harvester/pvc-webhook.js';
 
 export interface StandInOptions {
   delays?: Partial<Delays>;
@@ -44,6 +46,11 @@ export interface StandInOptions {
    * nothing runs VMs.
    */
   virtHandlerClient?: KubeClient;
+  /**
+   * Serves and registers Harvester's PVC deletion webhook (harvester/pvc-webhook.ts) with this
+   * certificate for 127.0.0.1; without it no webhook refuses a PVC deletion.
+   */
+  harvesterWebhook?: WebhookServing;
   logger?: Logger;
 }
 
@@ -101,6 +108,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   longhornBinder(ctx);
   loadBalancerControllers(ctx);
   vmDhcpControllers(ctx);
+  const webhook = options.harvesterWebhook ? pvcDeletionWebhook(ctx, options.harvesterWebhook) : undefined;
   const handler = options.virtHandlerClient ? virtHandler(ctx, options.virtHandlerClient) : undefined;
   if (handler) {
     nodeController(ctx, devices.offer);
@@ -110,7 +118,9 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   await ensureDefaultStorageClass(admin);
   try {
     await manager.start();
+    await webhook?.start();
   } catch (err) {
+    await webhook?.stop();
     await manager.stop();
     throw err;
   }
@@ -132,6 +142,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     csi: csiStandIn(admin),
     idle: () => manager.settled(QUIET_MS),
     async stop() {
+      await webhook?.stop();
       await manager.stop();
       logger.info('stand-in controllers stopped');
     },

@@ -73,6 +73,7 @@ export function useHarvester(
       delays: FAST,
       ...(logger ? { logger } : {}),
       ...(harvester.virtHandlerClient ? { virtHandlerClient: harvester.virtHandlerClient } : {}),
+      harvesterWebhook: harvester.webhookServing,
       ...standInOptions,
     });
   });

@@ -168,7 +168,7 @@ export function harvesterVmController(ctx: StandInContext): Controller {
     .watch(vms);
 }
 
-function parseTemplates(raw: string): PersistentVolumeClaim[] {
+export function parseTemplates(raw: string): PersistentVolumeClaim[] {
   const parsed = JSON.parse(raw) as unknown;
   if (!Array.isArray(parsed)) throw new Error(`${Annotations.volumeClaimTemplates} is not a JSON array`);
   return parsed.map((entry: PersistentVolumeClaim & { targetVolume?: string; status?: unknown }) => {
