@@ -154,6 +154,27 @@ describe('planRemoval: examples', () => {
     assert.ok(!names(plan.pvcs).includes('x'));
   });
 
+  it('keeps a volume Harvester refuses to delete, its words quoted, escaped and cut; a yes plans it', () => {
+    const hostile = `attached to VM: default/rescue\n\u001b[2Jrm -rf / ${'x'.repeat(400)}`;
+    const plan = planRemoval({
+      ...base,
+      removeAll: true,
+      harvesterAnswers: new Map([
+        ['pvc-guest-2', { kind: 'refused', reason: hostile }],
+        ['pvc-guest-1', { kind: 'allowed' }],
+      ]),
+    });
+    assert.ok(names(plan.pvcs).includes('pvc-guest-1'));
+    assert.ok(!names(plan.pvcs).includes('pvc-guest-2'));
+    const reason = plan.kept.find((k) => k.name === 'pvc-guest-2')?.reason ?? '';
+    assert.match(
+      reason,
+      /^Harvester refuses to delete it: "attached to VM: default\/rescue\\n\\u001b\[2Jrm -rf \/ x+…" \(4\d\d characters\)$/,
+    );
+    assert.ok(![...reason].some((c) => c.charCodeAt(0) < 0x20), 'no control character reaches the reason');
+    assert.ok(reason.length < 330);
+  });
+
   it('protects PVCs another VM uses through a DataVolume', () => {
     const user = vmWith('other', 'default', [
       { name: 'dv', dataVolume: { name: 'c1-pool-abc-x1-disk-1-bbbbb' } },
