@@ -191,6 +191,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
             '--leader-elect=false',
             '--secure-port=0',
             '--concurrent-gc-syncs=5',
+            // Each controller acts as its own service account (kube-system/<controller>, tokens
+            // from the TokenRequest API), as RKE2 runs it under Harvester: the garbage collector's
+            // deletes then come from system:serviceaccount:kube-system:generic-garbage-collector,
+            // the user Harvester's PVC webhook lets pass.
+            '--use-service-account-credentials=true',
             '--v=1',
           ],
           path.join(dir, 'kube-controller-manager.log'),

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keyOf } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { admissionDenial } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
 import { Annotations, ExtraResources, Finalizers, Labels } from '../standins/names.js';
@@ -313,7 +314,7 @@ describe('KubeVirt in the sandbox', () => {
     await untilVm(ns, 'vm', 'start request consumed', (v) => running(v) && !v?.status?.stateChangeRequests);
   });
 
-  it('keeps a PVC a running VM uses Terminating until the VM stops (launcher pod + pvc-protection)', async () => {
+  it('refuses a user deleting a PVC a VM names (Harvester); one the garbage collector deletes stays Terminating until the VM stops (launcher pod + pvc-protection)', async () => {
     const { client } = s;
     const ns = await createNamespace(client, 'in-use');
     await client.create(
@@ -323,10 +324,42 @@ describe('KubeVirt in the sandbox', () => {
       }),
     );
     await untilVmi(ns, 'vm', 'VMI running', (v) => v?.status?.phase === 'Running');
-    await client.delete(Resources.pvc, { namespace: ns, name: 'vm-data' });
-    await new Promise((r) => setTimeout(r, 2_000));
-    const held = await client.find<KubeObject>(Resources.pvc, { namespace: ns, name: 'vm-data' });
+    // A user's delete: Harvester's PVC webhook refuses it while the VM names the claim.
+    await assert.rejects(client.delete(Resources.pvc, { namespace: ns, name: 'vm-data' }), (err: unknown) => {
+      assert.match(String(admissionDenial(err)?.message), /currently attached to VM: in-use-\w+\/vm$/);
+      return true;
+    });
+    // The garbage collector's passes (its owner gone), and then pvc-protection holds the claim.
+    const owner = await client.create<KubeObject>(Resources.configMap, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'owner', namespace: ns },
+    });
+    await client.patch(
+      Resources.pvc,
+      { namespace: ns, name: 'vm-data' },
+      {
+        metadata: {
+          ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata.uid }],
+        },
+      },
+    );
+    await client.delete(Resources.configMap, { namespace: ns, name: 'owner' });
+    const held = await waitUntil<KubeObject>(
+      client,
+      Resources.pvc,
+      { namespace: ns, name: 'vm-data' },
+      'the garbage collector deleting the PVC, held by pvc-protection alone',
+      (p) =>
+        Boolean(p?.metadata.deletionTimestamp) && p?.metadata.finalizers?.join() === Finalizers.pvcProtection,
+      30_000,
+    );
     assert.deepEqual(held?.metadata.finalizers, [Finalizers.pvcProtection]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.ok(
+      await client.find(Resources.pvc, { namespace: ns, name: 'vm-data' }),
+      'held while the pod runs',
+    );
     await vmAction(client, ns, 'vm', 'stop');
     await waitUntil(
       client,
