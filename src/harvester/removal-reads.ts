@@ -94,7 +94,7 @@ export function claimsToRead(vm: VirtualMachine, vmi: VirtualMachineInstance | u
 
 /**
  * The VMs whose use protects a PVC: the guest cluster's, or the namespace's without one or
- * when `wide` (protectsBeyondCluster).
+ * when `wide` (the leftovers of a whole-cluster removal).
  */
 export function readProtectingVms(
   reader: RemovalReader,
@@ -128,11 +128,6 @@ export function beyondClusterCandidates(inputs: BeyondClusterInputs): Persistent
     seen.add(name);
     return true;
   });
-}
-
-/** Does this whole-cluster removal have PVCs whose users its cluster's VMs cannot tell? */
-export function protectsBeyondCluster(inputs: BeyondClusterInputs): boolean {
-  return beyondClusterCandidates(inputs).length > 0;
 }
 
 /**

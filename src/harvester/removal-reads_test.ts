@@ -21,9 +21,9 @@ import {
 } from './labels.js';
 import { planRemoval, type RemovalInputs } from './removal-plan.js';
 import {
+  beyondClusterCandidates,
   claimsToRead,
   guestClusterSelector,
-  protectsBeyondCluster,
   readForRemoval,
   type DeleteAnswer,
   type RemovalReader,
@@ -393,7 +393,7 @@ describe('readForRemoval: what a removal reads, over random namespaces', () => {
           // A whole-cluster removal of a volume no VM of the cluster names reads every VM,
           // unless Harvester answered for each such volume.
           const wide = (i: RemovalInputs): boolean =>
-            protectsBeyondCluster(i) && i.harvesterAnswers === undefined;
+            beyondClusterCandidates(i).length > 0 && i.harvesterAnswers === undefined;
           if (wide(first.inputs)) return;
           const before = first.reads;
           const taken = new Set(world.vms.map((v) => v.metadata.name));

@@ -96,13 +96,10 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
     const revision = recorded.metadata.resourceVersion;
     const wrote = revision !== undefined && revision !== inputs.vm.metadata.resourceVersion;
     const read = wrote ? { notOlderThan: revision } : ('consistent' as const);
-    const clusterVms = await readProtectingVms(reader(ctx), ctx.config.ClusterName, read);
+    const reads = reader(ctx);
+    const clusterVms = await readProtectingVms(reads, ctx.config.ClusterName, read);
     // Volumes no VM of the cluster names now: Harvester's earlier answers stand, new ones are asked.
-    const protection = await protectBeyondCluster(
-      reader(ctx),
-      { ...inputs, vm: recorded, vms: clusterVms },
-      read,
-    );
+    const protection = await protectBeyondCluster(reads, { ...inputs, vm: recorded, vms: clusterVms }, read);
     const checked = planRemoval({ ...inputs, vm: recorded, ...protection });
     if (removedPvcsAnnotationValue(checked) === value) return { vm: recorded, plan: checked };
     if (attempt >= MAX_PLAN_ATTEMPTS) {
