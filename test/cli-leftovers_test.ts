@@ -5,7 +5,7 @@
 // it, and deleted only with --include-unknown. `rm --dry-run --whole-cluster` names the
 // cluster's load balancers as going with the cluster, a plain dry run as kept. ls and inspect
 // show a machine's fixed address and its source; leftovers lists (and deletes) the address
-// claims whose VM is gone.
+// claims no VM's address matches: whose VM is gone, or planted beside a live machine.
 import { recordedVolume } from './support/volumes.js';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -365,7 +365,7 @@ describe("rm --dry-run and the guest cluster's load balancers", () => {
 });
 
 describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
-  it('shows each machine’s address and where it came from, and lists the claims whose VM is gone, never a live one’s', async () => {
+  it('shows each machine’s address and where it came from, and lists the claims no VM’s address matches, never a live one’s', async () => {
     const { sandbox } = fixture;
     const { admin } = sandbox.harvester;
     const kubeconfig = kubeconfigFile(dir, 'direct-fixed', sandbox.kubeconfigs.harvesterDirect);
@@ -411,6 +411,16 @@ describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
         interface: 'nic-0',
       }),
     });
+    // Planted by anyone who may create ConfigMaps there: names the live machine, an address its
+    // VM does not have. Never taken over (its machine's VM exists): listed, so it can be deleted.
+    await admin.create(Resources.configMap, {
+      ...claimObject(ns, name, {
+        address: '192.168.100.202',
+        network: `${ns}/vlan100`,
+        mac: '02:00:00:00:01:02',
+        interface: 'nic-0',
+      }),
+    });
     const report = (
       await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0', '-o', 'json'])
     ).json<{
@@ -424,11 +434,12 @@ describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
           'crashed-pool1-a1b2c-x1',
           'never adopted, and machine crashed-pool1-a1b2c-x1 has no VM',
         ],
+        ['192.168.100.202', name, `no VM has this address: VM ${ns}/${name} has 192.168.100.200`],
       ],
       'the live machine’s claim is not listed',
     );
     const text = (await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0'])).stdout;
-    assert.match(text, /Address claims whose VM is gone \(1\)/);
+    assert.match(text, /Address claims no VM's address matches \(2\)/);
     const deleted = (
       await cli.expect(0, [
         'leftovers',
@@ -444,7 +455,15 @@ describe('fixed addresses in the CLI: ls, inspect and leftovers', () => {
     ).json<{ deletion: { addressClaims: { deleted: string[] } } }>();
     assert.deepEqual(deleted.deletion.addressClaims.deleted, [
       `${ns}/${claimName(`${ns}/vlan100`, '192.168.100.201')}`,
+      `${ns}/${claimName(`${ns}/vlan100`, '192.168.100.202')}`,
     ]);
+    assert.ok(
+      await admin.get(Resources.configMap, {
+        namespace: ns,
+        name: claimName(`${ns}/vlan100`, '192.168.100.200'),
+      }),
+      'the live machine’s own claim stays',
+    );
     await cli.expect(0, ['rm', '-y', name]);
     const after = (await cli.expect(0, ['leftovers', '--kubeconfig', world.admin, '--min-age', '0'])).stdout;
     assert.match(after, /No leftover address claims/);

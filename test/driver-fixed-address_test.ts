@@ -7,8 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { claimName } from '../src/harvester/ip-pool.js';
-import { LABEL_ADDRESS_CLAIM } from '../src/harvester/address-claims.js';
-import { AddressPoolExhaustedError } from '../src/driver/operations/fixed-address.js';
+import { claimObject, LABEL_ADDRESS_CLAIM } from '../src/harvester/address-claims.js';
+import {
+  AddressClaimRefusedError,
+  AddressPoolExhaustedError,
+} from '../src/driver/operations/fixed-address.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { MachineState } from '../src/driver/machine-driver.js';
 import type { Vm, Vmi } from '../src/driver/harvester-api.js';
@@ -419,5 +422,90 @@ describe('fixed addresses (--harvester-ip-pool-info)', () => {
         }),
       /--harvester-vm-labels: label key "guestcluster\.harvesterhci\.io\/name" is owned by Harvester and the driver/,
     );
+    assert.throws(
+      () =>
+        machine('labels-pool7-abc12-c', {
+          'harvester-network-name': `${ns}/vlan1`,
+          'harvester-vm-annotations': 'v1.multus-cni.io/default-network=default/vlan100',
+        }),
+      /--harvester-vm-annotations: annotation key "v1\.multus-cni\.io\/default-network" is owned by Multus/,
+    );
+  });
+
+  it('refuses a claim planted for the machine outside its pool or with a multicast MAC before anything is made, and never uses or deletes a replaced one', async () => {
+    const { admin } = fixture.sandbox.harvester;
+    const name = 'fixed-pool11-abc12-a';
+    const info = pool('192.168.100.170-192.168.100.171');
+    type Cm = KubeObject & { data?: Record<string, string> };
+    const plant = (address: string, mac: string): Promise<Cm> =>
+      admin.create<Cm>(
+        Resources.configMap,
+        claimObject(ns, name, { address, network: NETWORK, mac, interface: 'nic-0' }),
+      );
+    const noVm = async (): Promise<void> =>
+      assert.equal(await admin.find(Resources.virtualMachine, { namespace: ns, name }), undefined, 'no VM');
+
+    // The gateway, and an address of another subnet: refused by PreCreateCheck and by Create.
+    for (const address of [SEED_STATIC_SUBNET.gateway, '10.99.0.5']) {
+      const cm = await plant(address, '02:00:00:00:00:aa');
+      const m = machine(name, { 'harvester-ip-pool-info': info });
+      const named = `address claim ConfigMap ${ns}/${cm.metadata.name}: its "address" ${address} is outside the pool's`;
+      await assert.rejects(m.driver.preCreateCheck(), (err: Error) => err.message.includes(named));
+      await assert.rejects(
+        m.driver.create(),
+        (err: Error) => err instanceof AddressClaimRefusedError && err.message.includes(named),
+      );
+      await noVm();
+      assert.deepEqual(
+        (await claims()).map((c) => c.metadata.name),
+        [cm.metadata.name],
+        'no claim made, the planted one left alone',
+      );
+      await admin.delete(Resources.configMap, { namespace: ns, name: cm.metadata.name });
+    }
+    const multicast = await plant('192.168.100.170', '01:00:5e:00:00:01');
+    await assert.rejects(
+      machine(name, { 'harvester-ip-pool-info': info }).driver.create(),
+      (err: Error) =>
+        err instanceof AddressClaimRefusedError &&
+        err.message.includes(
+          `address claim ConfigMap ${ns}/${multicast.metadata.name}: its "mac" "01:00:5e:00:00:01" is a multicast address`,
+        ),
+    );
+    await noVm();
+    await admin.delete(Resources.configMap, { namespace: ns, name: multicast.metadata.name });
+
+    // The machine's own claim, bound by uid in its saved state and on its VM.
+    const m = machine(name, { 'harvester-ip-pool-info': info });
+    await m.driver.create();
+    const own = claimName(NETWORK, m.driver.config.IPAddress);
+    const ownCm = await admin.get<Cm>(Resources.configMap, { namespace: ns, name: own });
+    assert.equal(m.driver.config.HarvesterMachine.FixedAddress?.claimUid, ownCm.metadata.uid);
+    assert.match(
+      Buffer.from(m.driver.getConfigRaw()).toString(),
+      new RegExp(`"claimUid": ?"${ownCm.metadata.uid}"`),
+      'in the saved config.json, under HarvesterMachine',
+    );
+    // Replaced by someone else: same name, another uid, unowned, another MAC.
+    await admin.delete(Resources.configMap, { namespace: ns, name: own });
+    await eventually('the claim to go', async () => !(await claims()).some((c) => c.metadata.name === own));
+    const replaced = await plant(m.driver.config.IPAddress, '02:00:00:00:00:bb');
+    const again = machine(name, { 'harvester-ip-pool-info': info });
+    await assert.rejects(
+      again.driver.create(),
+      (err: Error) =>
+        err instanceof AddressClaimRefusedError &&
+        err.message.includes(`address claim ConfigMap ${ns}/${own} is not the claim this machine made`),
+    );
+    const still = await admin.get<Cm>(Resources.configMap, { namespace: ns, name: own });
+    assert.equal(still.metadata.uid, replaced.metadata.uid);
+    assert.equal(still.metadata.ownerReferences, undefined, 'never adopted');
+    await m.driver.remove();
+    assert.equal(
+      (await admin.get<Cm>(Resources.configMap, { namespace: ns, name: own })).metadata.uid,
+      replaced.metadata.uid,
+      'Remove deletes only the claim with the recorded uid',
+    );
+    await admin.delete(Resources.configMap, { namespace: ns, name: own });
   });
 });

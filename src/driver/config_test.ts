@@ -251,6 +251,16 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
   ['vm-labels not key=value', { 'vm-labels': 'app=web,tier' }, 'vm-labels'],
   ['vm-labels with a key Harvester owns', { 'vm-labels': 'harvesterhci.io/vmName=x' }, 'vm-labels'],
   ['vm-annotations not a JSON object of strings', { 'vm-annotations': '{"a":1}' }, 'vm-annotations'],
+  [
+    'vm-annotations with Multus’s default-network key',
+    { 'vm-annotations': 'v1.multus-cni.io/default-network=default/other' },
+    'vm-annotations',
+  ],
+  [
+    'vm-annotations with an AppArmor profile',
+    { 'vm-annotations': 'container.apparmor.security.beta.kubernetes.io/compute=unconfined' },
+    'vm-annotations',
+  ],
   ['cpu pinning not a bool', { 'cpu-pinning': 'sure' }, 'cpu-pinning'],
   [
     'isolated emulator thread without pinning',

@@ -5,7 +5,8 @@
 // with the VM whatever happens to the driver. Pure: the objects, reading them back, and the
 // decisions (docs/decisions/0016-per-machine-addresses.md).
 import { formatLabelValue } from './labels.js';
-import { claimName, networkKey } from './ip-pool.js';
+import { claimName, networkKey, poolAddressProblem, type IpPoolInfo } from './ip-pool.js';
+import { unicastMacProblem } from './mac-address.js';
 import type { ObjectMeta } from './types.js';
 
 /** On every claim: the network's key, so one list finds the network's claims. */
@@ -43,6 +44,12 @@ export interface FixedAddress {
   source: 'pool' | 'harvester-ippool';
   /** The claim's name (pool) or the IPPool's "namespace/name". */
   holder: string;
+  /**
+   * The uid of the claim this machine made or took (pool): a ConfigMap of the claim's name
+   * with another uid was made by someone else and is never this machine's. Absent on what
+   * earlier releases recorded.
+   */
+  claimUid?: string;
 }
 
 export interface AddressClaim {
@@ -111,6 +118,22 @@ export function readClaim(cm: {
   };
 }
 
+/**
+ * Why a claim read from the VM namespace may not be used for this machine, each a phrase
+ * naming the claim and the field: anyone who may create ConfigMaps there can write one that
+ * names the machine, so its address must be one the pool hands out and its MAC one
+ * interface's (docs/security.md#the-inputs). Empty when it may be used.
+ */
+export function claimProblems(claim: AddressClaim, info: IpPoolInfo): string[] {
+  const which = `address claim ConfigMap ${claim.namespace}/${claim.name}`;
+  const problems: string[] = [];
+  const address = poolAddressProblem(info, claim.address);
+  if (address) problems.push(`${which}: its "address" ${claim.address} ${address}`);
+  const mac = unicastMacProblem(claim.mac);
+  if (mac) problems.push(`${which}: its "mac" "${claim.mac}" ${mac}`);
+  return problems;
+}
+
 /** The label selector of a network's claims. */
 export const claimsOfNetwork = (network: string): string => `${LABEL_ADDRESS_CLAIM}=${networkKey(network)}`;
 /** The label selector of a machine's claims (of any network). */
@@ -165,6 +188,9 @@ export function parseFixedAddress(raw: string): FixedAddress | undefined {
       network: typeof v.network === 'string' ? v.network : '',
       source: v.source,
       holder: typeof v.holder === 'string' ? v.holder : '',
+      ...(typeof v.claimUid === 'string' && v.claimUid !== '' && v.claimUid.length <= 128
+        ? { claimUid: v.claimUid }
+        : {}),
     };
   } catch {
     return undefined;
@@ -181,10 +207,11 @@ export function fixedAddressAnnotation(f: FixedAddress): string {
     network: f.network,
     source: f.source,
     holder: f.holder,
+    ...(f.claimUid ? { claimUid: f.claimUid } : {}),
   });
 }
 
-/** A claim whose address nothing uses: its VM is gone, or it was never adopted and its machine has none. */
+/** A claim whose address no VM has: its VM is gone, its machine has none, or its VM has another address. */
 export interface LeftoverClaim {
   namespace: string;
   name: string;
@@ -196,20 +223,34 @@ export interface LeftoverClaim {
   reason: string;
 }
 
+type VmLike = {
+  metadata: { namespace?: string; name?: string; uid?: string; annotations?: Record<string, string> };
+};
+
 /**
- * The claims `leftovers` lists: owned by a VM that no longer exists (the garbage collector
- * has not run, or cannot: a VM deleted with orphan propagation), or unowned, older than
- * `minAgeMs` and without a VM of their machine (a create that stopped half-way). Claims of a
- * VM that exists are never listed.
+ * The claims `leftovers` lists, those no VM's address matches: owned by a VM that no longer
+ * exists (the garbage collector has not run, or cannot: a VM deleted with orphan
+ * propagation); unowned, without a VM of their machine (a create that stopped half-way); or
+ * naming (or owned by) a VM that exists but records another address, or, unowned, none (a
+ * claim planted by anyone who may create ConfigMaps there, which holds its address for as
+ * long as that VM lives: it is never taken over). Claims younger than `minAgeMs` are left
+ * out. A claim a VM records (its address on its network) is never listed, nor one owned by a
+ * VM that records no address (what it uses cannot be told).
  */
 export function leftoverClaims(
   claims: readonly AddressClaim[],
-  vms: ReadonlyArray<{ metadata: { namespace?: string; name?: string; uid?: string } }>,
+  vms: readonly VmLike[],
   now: number,
   minAgeMs: number,
 ): LeftoverClaim[] {
-  const vmUids = new Set(vms.map((v) => v.metadata.uid));
-  const vmNames = new Set(vms.map((v) => `${v.metadata.namespace ?? ''}/${v.metadata.name}`));
+  const vmByUid = new Map(vms.map((v) => [v.metadata.uid, v]));
+  const vmByName = new Map(vms.map((v) => [`${v.metadata.namespace ?? ''}/${v.metadata.name}`, v]));
+  const recorded = new Set(
+    vms.flatMap((v) => {
+      const f = fixedAddressOfVm(v.metadata.annotations);
+      return f?.source === 'pool' ? [`${v.metadata.namespace ?? ''}|${f.network}|${f.address}`] : [];
+    }),
+  );
   const out: LeftoverClaim[] = [];
   for (const c of claims) {
     if (now - c.created < minAgeMs) continue;
@@ -222,10 +263,17 @@ export function leftoverClaims(
       network: c.network,
       machine: c.machine,
     };
-    if (c.owner && !vmUids.has(c.owner.uid))
-      out.push({ ...base, reason: `its VM ${c.namespace}/${c.owner.name} is gone` });
-    else if (!c.owner && !vmNames.has(`${c.namespace}/${c.machine}`))
-      out.push({ ...base, reason: `never adopted, and machine ${c.machine} has no VM` });
+    const push = (reason: string): void => void out.push({ ...base, reason });
+    const vm = c.owner ? vmByUid.get(c.owner.uid) : vmByName.get(`${c.namespace}/${c.machine}`);
+    if (c.owner && !vm) push(`its VM ${c.namespace}/${c.owner.name} is gone`);
+    else if (!vm) push(`never adopted, and machine ${c.machine} has no VM`);
+    else if (!recorded.has(`${c.namespace}|${c.network}|${c.address}`)) {
+      const has = fixedAddressOfVm(vm.metadata.annotations);
+      const vmName = `${c.namespace}/${vm.metadata.name ?? ''}`;
+      if (has) push(`no VM has this address: VM ${vmName} has ${has.address}`);
+      else if (!c.owner)
+        push(`no VM has this address: VM ${vmName} of machine ${c.machine} has no fixed address`);
+    }
   }
   return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
 }

@@ -2,17 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   claimObject,
+  claimProblems,
   describeHolders,
   firstFree,
   fixedAddressAnnotation,
   fixedAddressOfVm,
   isAbandoned,
   leftoverClaims,
+  parseFixedAddress,
   readClaim,
   ANNOTATION_FIXED_ADDRESS,
   UNOWNED_CLAIM_GRACE_MS,
   type FixedAddress,
 } from './address-claims.js';
+import { emptyIpPoolInfo, type IpPoolInfo } from './ip-pool.js';
 import {
   allocationOf,
   describeIpPool,
@@ -114,6 +117,47 @@ describe('address claims', () => {
     assert.equal(fixedAddressOfVm({ [ANNOTATION_FIXED_ADDRESS]: '{"address":1}' }), undefined);
     assert.equal(fixedAddressOfVm({ [ANNOTATION_FIXED_ADDRESS]: '{' }), undefined);
   });
+
+  it('record the uid of the claim with the address, and read what earlier releases recorded without it', () => {
+    const bound = { ...fixed, claimUid: 'u-1' };
+    const text = fixedAddressAnnotation(bound);
+    assert.equal(text, `${fixedAddressAnnotation(fixed).slice(0, -1)},"claimUid":"u-1"}`, 'the uid last');
+    assert.deepEqual(parseFixedAddress(text), bound);
+    assert.deepEqual(parseFixedAddress(fixedAddressAnnotation(fixed)), fixed, 'no uid: none read');
+    assert.deepEqual(parseFixedAddress(text.replace('"u-1"', '7')), fixed, 'a uid that is no string is none');
+  });
+
+  it('are used only with an address the pool hands out and a unicast MAC, else refused naming the claim and field', () => {
+    const pool: IpPoolInfo = {
+      ...emptyIpPoolInfo(),
+      network: 'default/vlan100',
+      range: '192.168.100.10-192.168.100.19',
+      prefix: 24,
+      gateway: '192.168.100.1',
+      dns: ['192.168.100.1'],
+    };
+    const claimFor = (address: string, mac: string) => {
+      const cm = claimObject('tenant', 'm1', { ...fixed, address, mac });
+      const read = readClaim({ ...cm, metadata: { ...cm.metadata, uid: 'u' } });
+      assert.ok(read);
+      return read;
+    };
+    assert.deepEqual(claimProblems(claimFor('192.168.100.10', '02:00:00:00:00:01'), pool), []);
+    const gateway = claimFor('192.168.100.1', '02:00:00:00:00:01');
+    assert.deepEqual(claimProblems(gateway, pool), [
+      `address claim ConfigMap tenant/${gateway.name}: its "address" 192.168.100.1 is outside the pool's range 192.168.100.10-192.168.100.19`,
+    ]);
+    const other = claimFor('10.9.9.9', '01:00:5e:00:00:01');
+    assert.deepEqual(claimProblems(other, pool), [
+      `address claim ConfigMap tenant/${other.name}: its "address" 10.9.9.9 is outside the pool's subnet 192.168.100.0/24`,
+      `address claim ConfigMap tenant/${other.name}: its "mac" "01:00:5e:00:00:01" is a multicast address (the first octet's lowest bit is set); an interface needs a unicast one`,
+    ]);
+    assert.match(claimProblems(claimFor('192.168.100.11', ''), pool).join(), /"mac" "" is not a MAC address/);
+    assert.match(
+      claimProblems(claimFor('192.168.100.12', '00:00:00:00:00:00'), pool).join(),
+      /"mac" "00:00:00:00:00:00" is all zeros/,
+    );
+  });
 });
 
 describe('Harvester IP pools (vm-dhcp-controller)', () => {
@@ -210,12 +254,31 @@ describe('leftover claims', () => {
     return read;
   };
 
+  const vmOf = (name: string, address?: string) => ({
+    metadata: {
+      namespace: 'ns',
+      name,
+      uid: `vm-${name}`,
+      ...(address
+        ? {
+            annotations: {
+              [ANNOTATION_FIXED_ADDRESS]: fixedAddressAnnotation({
+                ...fixed,
+                address,
+                holder: `c-${address}`,
+              }),
+            },
+          }
+        : {}),
+    },
+  });
+
   it('lists claims whose VM is gone and unadopted ones of machines without a VM, never a live VM’s', () => {
-    const vms = [{ metadata: { namespace: 'ns', name: 'live', uid: 'vm-live' } }];
+    const vms = [vmOf('live', '10.0.0.1'), vmOf('adopting', '10.0.0.3')];
     const claims = [
       claimOf('live', '10.0.0.1', { name: 'live', uid: 'vm-live' }),
       claimOf('gone', '10.0.0.2', { name: 'gone', uid: 'vm-gone' }),
-      claimOf('live', '10.0.0.3'), // unowned, but its machine's VM exists: a create adopting it
+      claimOf('adopting', '10.0.0.3'), // unowned, but its machine's VM records it: a create adopting it
       claimOf('crashed', '10.0.0.4'),
       claimOf('live', '10.0.0.5', { name: 'live', uid: 'vm-old-live' }), // a VM of the same name, recreated
     ];
@@ -229,5 +292,37 @@ describe('leftover claims', () => {
       ],
     );
     assert.deepEqual(leftoverClaims(claims, vms, 1_000, 60_000), [], 'younger than the minimum age');
+  });
+
+  it('lists claims naming a live VM’s machine whose address no VM has (planted ones, which are never taken over)', () => {
+    const vms = [vmOf('live', '10.0.0.1'), vmOf('plain')];
+    const claims = [
+      claimOf('live', '10.0.0.1', { name: 'live', uid: 'vm-live' }),
+      claimOf('live', '10.0.0.6'), // planted: names the live machine, unowned
+      claimOf('live', '10.0.0.7', { name: 'live', uid: 'vm-live' }), // planted with the VM as owner
+      claimOf('plain', '10.0.0.8', { name: 'plain', uid: 'vm-plain' }), // owned by a VM that records nothing
+      claimOf('plain', '10.0.0.9'), // unowned, naming a VM that records nothing
+    ];
+    assert.deepEqual(
+      leftoverClaims(claims, vms, Date.now(), 60_000).map((l) => [l.address, l.reason]),
+      [
+        ['10.0.0.6', 'no VM has this address: VM ns/live has 10.0.0.1'],
+        ['10.0.0.7', 'no VM has this address: VM ns/live has 10.0.0.1'],
+        ['10.0.0.9', 'no VM has this address: VM ns/plain of machine plain has no fixed address'],
+      ],
+    );
+    const otherNetwork = vmOf('live');
+    otherNetwork.metadata.annotations = {
+      [ANNOTATION_FIXED_ADDRESS]: fixedAddressAnnotation({
+        ...fixed,
+        address: '10.0.0.6',
+        network: 'ns/other',
+      }),
+    };
+    assert.deepEqual(
+      leftoverClaims([claimOf('live', '10.0.0.6')], [otherNetwork], Date.now(), 0).map((l) => l.address),
+      ['10.0.0.6'],
+      'the same address on another network is not this claim’s',
+    );
   });
 });

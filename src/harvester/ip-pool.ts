@@ -285,6 +285,36 @@ export function poolAddresses(info: IpPoolInfo): string[] {
   return out;
 }
 
+/**
+ * Why `address` is not one the pool hands out (a phrase after the address), or undefined when
+ * it is: exactly poolAddresses' rule (the range, else the CIDR's hosts; not the network or
+ * broadcast address, the gateway, a DNS server or an exclusion), without walking the pool.
+ */
+export function poolAddressProblem(info: IpPoolInfo, address: string): string | undefined {
+  const ip = parseIpv4(address);
+  if (ip === undefined) return 'is not an IPv4 address (four decimal octets, no leading zeros)';
+  const cidr = parseCidr(info.cidr);
+  const range = info.range !== '' ? parseIpv4Range(info.range) : undefined;
+  const prefix = poolPrefix(info);
+  const first = range?.first ?? cidr?.base;
+  if (!describesAddresses(info) || first === undefined || prefix === undefined)
+    return 'is not from a pool the driver hands out (the pool describes no addresses)';
+  const subnet = `${formatIpv4(networkOf(first, prefix))}/${prefix}`;
+  if (!inSubnet(ip, first, prefix)) return `is outside the pool's subnet ${subnet}`;
+  const last = range?.last ?? broadcastOf(first, prefix);
+  if (ip < first || ip > last) return `is outside the pool's range ${formatIpv4(first)}-${formatIpv4(last)}`;
+  if (prefix <= 30 && ip === networkOf(first, prefix)) return `is the network address of ${subnet}`;
+  if (prefix <= 30 && ip === broadcastOf(first, prefix)) return `is the broadcast address of ${subnet}`;
+  if (ip === parseIpv4(info.gateway)) return "is the pool's gateway";
+  if (info.dns.some((d) => parseIpv4(d) === ip)) return "is one of the pool's DNS servers";
+  const excluded = info.exclude.findIndex((e) => {
+    const r = parseIpv4Range(e);
+    return r !== undefined && ip >= r.first && ip <= r.last;
+  });
+  if (excluded >= 0) return `is excluded by the pool's exclude[${excluded}] "${info.exclude[excluded]}"`;
+  return undefined;
+}
+
 /** "default/vlan100 192.168.100.10-192.168.100.19": the pool as messages name it. */
 export function describePool(info: IpPoolInfo, vmNamespace: string): string {
   const what = info.range !== '' ? info.range : info.cidr;

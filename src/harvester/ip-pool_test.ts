@@ -9,6 +9,7 @@ import {
   ipPoolInfoProblems,
   parseIpPoolInfo,
   poolAddresses,
+  poolAddressProblem,
   poolInterface,
   type IpPoolInfo,
 } from './ip-pool.js';
@@ -185,6 +186,65 @@ describe('--harvester-ip-pool-info', () => {
         for (const e of exclude) assert.ok(!addresses.includes(e));
         assert.ok(!addresses.includes('10.1.0.0'), 'network address');
       }),
+    );
+  });
+
+  it('says why an address is not the pool’s: another subnet, outside the range, network, broadcast, gateway, DNS, excluded', () => {
+    const p = pool({ exclude: ['192.168.100.15'], dns: ['192.168.100.12'] });
+    for (const [address, why] of [
+      ['10.0.0.5', /outside the pool's subnet 192\.168\.100\.0\/24/],
+      ['192.168.100.9', /outside the pool's range 192\.168\.100\.10-192\.168\.100\.19/],
+      ['192.168.100.15', /excluded by the pool's exclude\[0\] "192\.168\.100\.15"/],
+      ['192.168.100.12', /one of the pool's DNS servers/],
+      ['192.168.100.010', /not an IPv4 address/],
+      ['', /not an IPv4 address/],
+    ] as const)
+      assert.match(poolAddressProblem(p, address) ?? '', why, address);
+    const whole = pool({ range: '', cidr: '192.168.100.0/24', prefix: 0 });
+    assert.match(poolAddressProblem(whole, '192.168.100.1') ?? '', /the pool's gateway/);
+    assert.match(poolAddressProblem(whole, '192.168.100.0') ?? '', /network address of 192\.168\.100\.0\/24/);
+    assert.match(poolAddressProblem(whole, '192.168.100.255') ?? '', /broadcast address/);
+    assert.equal(poolAddressProblem(p, '192.168.100.10'), undefined);
+    assert.match(
+      poolAddressProblem({ ...emptyIpPoolInfo(), network: 'vlan100' }, '10.0.0.1') ?? '',
+      /describes no addresses/,
+    );
+  });
+
+  it('accepts exactly the addresses it hands out, whatever the pool', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          first: fc.integer({ min: 0, max: 30 }),
+          span: fc.integer({ min: 0, max: 12 }),
+          prefix: fc.integer({ min: 26, max: 32 }),
+          gateway: fc.option(fc.integer({ min: 0, max: 63 }), { nil: undefined }),
+          dns: fc.array(fc.integer({ min: 0, max: 63 }), { maxLength: 2 }),
+          exclude: fc.array(fc.integer({ min: 0, max: 63 }), { maxLength: 3 }),
+          byCidr: fc.boolean(),
+        }),
+        ({ first, span, prefix, gateway, dns, exclude, byCidr }) => {
+          const at = (o: number): string => `10.2.0.${o}`;
+          const info = pool({
+            network: 'vlan100',
+            range: byCidr ? '' : `${at(first)}-${at(Math.min(first + span, 63))}`,
+            cidr: byCidr ? `10.2.0.${first - (first % 2 ** (32 - prefix))}/${prefix}` : '',
+            prefix: byCidr ? 0 : 26,
+            gateway: gateway === undefined ? '' : at(gateway),
+            dns: dns.map(at),
+            exclude: exclude.map(at),
+          });
+          const handed = new Set(poolAddresses(info));
+          for (let o = 0; o < 70; o++) {
+            const a = o < 64 ? at(o) : `10.3.0.${o}`;
+            assert.equal(
+              poolAddressProblem(info, a) === undefined,
+              handed.has(a),
+              `${a} of ${JSON.stringify(info)}`,
+            );
+          }
+        },
+      ),
     );
   });
 

@@ -2,8 +2,10 @@
 // annotations on a pool's VMs (harvester/harvester#8391). Labels go on the VM and on its
 // template, so the VMI and the virt-launcher pod carry them too and a Harvester load
 // balancer's selector finds the pool's VMs; annotations go on both alike. Keys in the
-// domains the driver, Harvester, KubeVirt and Kubernetes own are refused: their controllers
-// read them, and a user value would override theirs (docs/decisions/0017-vm-labels.md).
+// domains the driver, Harvester, KubeVirt, Rancher and Kubernetes own, and those of the
+// network plugins and security profiles that read a pod's keys, are refused: a user value
+// would override theirs or steer the VM pod's network or confinement
+// (docs/decisions/0017-vm-labels.md, docs/security.md#keys-refused-on-a-pools-vms).
 import { jsonProblem } from '../common/parse-problems.js';
 import { isValidLabelValue } from './labels.js';
 
@@ -68,24 +70,81 @@ function keyProblem(key: string): string | undefined {
 }
 
 /**
- * Who owns a key the operator may not set, or undefined. The domains whose controllers read
- * the keys on a VM, its VMI or pod: the driver's and Rancher's (harvesterhci.io and its
- * subdomains, which Harvester owns too), KubeVirt's (kubevirt.io and subdomains), ours
- * (harvester-machine.io), and the ones Kubernetes reserves for itself (kubernetes.io, k8s.io;
- * their subdomains, such as app.kubernetes.io, are for everyone).
+ * The DNS domains of label and annotation keys the operator may not set, most specific
+ * first, each with who reads it and what a value would change. A key's prefix in a domain
+ * or any of its subdomains is refused (`k8s.v1.cni.cncf.io` is in `cni.cncf.io`), unless it
+ * is in one of `allowed` (docs/security.md#keys-refused-on-a-pools-vms; the keys each
+ * plugin reads: docs/upstream/pod-network-keys.md).
+ */
+export const REFUSED_KEY_DOMAINS: ReadonlyArray<{ domain: string; owner: string; allowed?: string[] }> = [
+  {
+    domain: 'harvesterhci.io',
+    owner:
+      "Harvester and the driver (harvesterhci.io: creator, vmName, machineSetName, the guest cluster and node pool, and Harvester's own)",
+  },
+  { domain: 'kubevirt.io', owner: 'KubeVirt (kubevirt.io)' },
+  { domain: 'harvester-machine.io', owner: 'harvester-machine (harvester-machine.io)' },
+  { domain: 'cattle.io', owner: 'Rancher (cattle.io)' },
+  {
+    domain: 'cni.cncf.io',
+    owner:
+      "Multus (cni.cncf.io, such as k8s.v1.cni.cncf.io/networks: which networks the VM's pod is attached to)",
+  },
+  {
+    domain: 'multus-cni.io',
+    owner: "Multus (multus-cni.io, such as v1.multus-cni.io/default-network: the VM pod's default network)",
+  },
+  {
+    domain: 'ovn.kubernetes.io',
+    owner: "Kube-OVN (ovn.kubernetes.io: the address, MAC and logical switch of the VM's pod)",
+  },
+  {
+    domain: 'security.beta.kubernetes.io',
+    owner:
+      "Kubernetes' security profiles (security.beta.kubernetes.io: AppArmor, which confines the VM's pod)",
+  },
+  {
+    domain: 'security.alpha.kubernetes.io',
+    owner:
+      "Kubernetes' security profiles (security.alpha.kubernetes.io: seccomp, which confines the VM's pod)",
+  },
+  {
+    domain: 'kubernetes.io',
+    owner:
+      "Kubernetes and the plugins that take its domain (kubernetes.io and its subdomains but app.kubernetes.io: the VM pod's network and security settings among them)",
+    allowed: ['app.kubernetes.io'],
+  },
+  {
+    domain: 'k8s.io',
+    owner: 'Kubernetes (k8s.io and its subdomains)',
+  },
+  { domain: 'ovn.org', owner: "OVN-Kubernetes (k8s.ovn.org: the VM pod's networks and addresses)" },
+  {
+    domain: 'projectcalico.org',
+    owner:
+      "Calico, which Harvester's Canal runs (cni.projectcalico.org: the VM pod's address and address pools)",
+  },
+];
+
+/** Whether `domain` is `parent` or one of its subdomains. */
+const inDomain = (domain: string, parent: string): boolean =>
+  domain === parent || domain.endsWith(`.${parent}`);
+
+/**
+ * Who owns a key the operator may not set, or undefined: the key's prefix is in a domain of
+ * REFUSED_KEY_DOMAINS. Their controllers and plugins read the keys on a VM, its VMI or its
+ * virt-launcher pod (which carries the template's labels and annotations), so a user value
+ * would override theirs or steer the pod's network or confinement.
  */
 export function reservedKeyOwner(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
   if (slash < 0) return undefined;
   const domain = key.slice(0, slash).toLowerCase();
-  const inDomain = (d: string): boolean => domain === d || domain.endsWith(`.${d}`);
-  if (inDomain('harvesterhci.io'))
-    return "Harvester and the driver (harvesterhci.io: creator, vmName, machineSetName, the guest cluster and node pool, and Harvester's own)";
-  if (inDomain('kubevirt.io')) return 'KubeVirt (kubevirt.io)';
-  if (inDomain('harvester-machine.io')) return 'harvester-machine (harvester-machine.io)';
-  if (domain === 'kubernetes.io' || domain === 'k8s.io')
-    return 'Kubernetes (kubernetes.io/ and k8s.io/ are reserved for its core components)';
-  if (inDomain('cattle.io')) return 'Rancher (cattle.io)';
+  for (const refused of REFUSED_KEY_DOMAINS) {
+    if (!inDomain(domain, refused.domain)) continue;
+    if (refused.allowed?.some((a) => inDomain(domain, a))) return undefined;
+    return refused.owner;
+  }
   return undefined;
 }
 

@@ -50,6 +50,77 @@ describe('--harvester-vm-labels and --harvester-vm-annotations', () => {
       assert.equal(reservedKeyOwner(key), undefined, key);
   });
 
+  // Each family below was accepted before: these keys reached the virt-launcher pod, where
+  // the network plugin or the kubelet acts on them.
+  const refusedFamilies: Array<[string, string[], RegExp]> = [
+    [
+      'Multus',
+      [
+        'k8s.v1.cni.cncf.io/networks',
+        'k8s.v1.cni.cncf.io/network-status',
+        'cni.cncf.io/x',
+        'v1.multus-cni.io/default-network',
+        'multus-cni.io/x',
+      ],
+      /Multus/,
+    ],
+    [
+      'Kube-OVN',
+      [
+        'ovn.kubernetes.io/logical_switch',
+        'ovn.kubernetes.io/ip_address',
+        'ovn.kubernetes.io/mac_address',
+        'attachnet.default.ovn.kubernetes.io/ip_address',
+      ],
+      /Kube-OVN/,
+    ],
+    ['OVN-Kubernetes', ['k8s.ovn.org/pod-networks'], /OVN-Kubernetes/],
+    ['Calico (Canal)', ['cni.projectcalico.org/ipAddrs', 'cni.projectcalico.org/ipv4pools'], /Calico/],
+    [
+      'AppArmor and seccomp',
+      ['container.apparmor.security.beta.kubernetes.io/compute', 'seccomp.security.alpha.kubernetes.io/pod'],
+      /security profiles/,
+    ],
+    [
+      'other kubernetes.io and k8s.io subdomains',
+      [
+        'kubectl.kubernetes.io/default-container',
+        'topology.kubernetes.io/zone',
+        'node.k8s.io/x',
+        'api-approved.k8s.io/x',
+      ],
+      /Kubernetes/,
+    ],
+  ];
+  for (const [family, keys, owner] of refusedFamilies)
+    it(`refuse the keys of ${family} on labels and annotations alike, naming the key and why`, () => {
+      for (const key of keys) {
+        assert.match(reservedKeyOwner(key) ?? '', owner, key);
+        const quoted = key.replaceAll('.', '\\.');
+        assert.match(
+          vmAnnotationProblems({ [key]: 'x' }).join(),
+          new RegExp(`annotation key "${quoted}" is owned by .*; the driver never overrides it`),
+        );
+        assert.match(vmLabelProblems({ [key]: 'x' }).join(), new RegExp(`label key "${quoted}" is owned by`));
+      }
+    });
+
+  it('refuse by the DNS domain of the prefix: a subdomain of a refused domain is refused, a look-alike is not', () => {
+    assert.ok(reservedKeyOwner('a.b.cni.cncf.io/x'));
+    assert.ok(reservedKeyOwner('deep.sub.kubevirt.io/x'));
+    for (const key of [
+      'app.kubernetes.io/name',
+      'app.kubernetes.io/part-of',
+      'notkubernetes.io/x',
+      'kubernetes.io.example.com/x',
+      'cncf.io/x',
+      'example-cni.cncf.io.example.com/x',
+      'mymultus-cni.io/x',
+      'cluster.x-k8s.io/cluster-name',
+    ])
+      assert.equal(reservedKeyOwner(key), undefined, key);
+  });
+
   it('refuse keys and label values Kubernetes would refuse, instead of changing them', () => {
     assert.match(vmLabelProblems({ 'Bad_Prefix.com/a': 'x' }).join(), /prefix that is not a DNS subdomain/);
     assert.match(vmLabelProblems({ '-a': 'x' }).join(), /not a valid key/);

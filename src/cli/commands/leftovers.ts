@@ -1,7 +1,7 @@
 // leftovers: what deleted guest clusters left on Harvester: host volumes no VM uses
 // (`volumes orphaned`, harvester#7765), the load balancers their cloud provider made,
 // which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md), and
-// the driver's address claims whose VM is gone (docs/decisions/0016-per-machine-addresses.md),
+// the address claims no VM's address matches (docs/decisions/0016-per-machine-addresses.md),
 // and, with --rancher-kubeconfig, the VMs of guest clusters Rancher no longer has (harvester#7940).
 // Nothing of a guest cluster that still has a VM is ever listed. Dry run by default; with
 // --delete, after one confirmation, each item is re-checked right before its delete and
@@ -174,7 +174,7 @@ export function registerLeftovers(program: Command, ctx: CliContext): void {
   program
     .command('leftovers')
     .description(
-      'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, fixed-address claims whose VM is gone, and with --rancher-kubeconfig the VMs of guest clusters Rancher no longer has; --delete removes them',
+      'list what deleted guest clusters left on Harvester: volumes no VM uses, load balancers (with the IPs they hold) of guest clusters that have no VM left, grouped by guest cluster, fixed-address claims whose address no VM has (their VM is gone, or planted), and with --rancher-kubeconfig the VMs of guest clusters Rancher no longer has; --delete removes them',
     )
     .option(
       '-n, --namespace <namespace>',

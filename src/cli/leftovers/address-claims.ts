@@ -1,8 +1,10 @@
-// The address-claim half of `leftovers`: the driver's claims on --harvester-ip-pool-info
-// addresses (one ConfigMap per address, owned by the machine's VM) whose VM is gone. There
+// The address-claim half of `leftovers`: the claims on --harvester-ip-pool-info addresses
+// (one ConfigMap per address, owned by the machine's VM) whose address no VM has. There
 // should be none: the garbage collector deletes a claim with its VM, and Remove deletes the
 // machine's claims after its VM; one is left when the garbage collector could not run or a
-// create stopped before its VM existed. Deleted one by one, each re-checked first.
+// create stopped before its VM existed, and anyone who may create ConfigMaps in the VM
+// namespace can plant one naming a live VM's machine, which holds its address for as long as
+// that VM lives. Deleted one by one, each as it was listed.
 import {
   LABEL_ADDRESS_CLAIM,
   leftoverClaims,
@@ -24,7 +26,9 @@ export interface ClaimScan {
 export async function scanAddressClaims(
   client: KubeClient,
   namespace: string | undefined,
-  vms: ReadonlyArray<{ metadata: { namespace?: string; name?: string; uid?: string } }>,
+  vms: ReadonlyArray<{
+    metadata: { namespace?: string; name?: string; uid?: string; annotations?: Record<string, string> };
+  }>,
   minAgeMs: number,
 ): Promise<ClaimScan> {
   try {
@@ -48,7 +52,7 @@ export function renderClaimReport(scan: ClaimScan): string[] {
   if (!scan.claims) return [`Address claims not checked: ${scan.notListed ?? 'not listed'}`];
   if (scan.claims.length === 0) return ['No leftover address claims (every fixed address belongs to a VM)'];
   return [
-    `Address claims whose VM is gone (${scan.claims.length}): the addresses stay taken until they are deleted`,
+    `Address claims no VM's address matches (${scan.claims.length}): the addresses stay taken until they are deleted`,
     ...scan.claims.map(
       (c) =>
         `  ${c.address} of ${c.network}: ConfigMap ${c.namespace}/${c.name}, machine ${c.machine}: ${c.reason}`,

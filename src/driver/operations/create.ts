@@ -190,6 +190,8 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
   if (prepared) {
     prepared = await settleWithVm(ctx, prepared, vm);
     await adoptClaim(ctx, prepared, vm);
+    // The claim (by uid) is bound in the machine's state from now on: Remove uses only that one.
+    if (prepared.fixed) cfg.HarvesterMachine.FixedAddress = prepared.fixed;
   }
   if (built.cloudInitSecret) await ensureCloudInitSecret(ctx, built.cloudInitSecret, vm);
 

@@ -2,7 +2,7 @@
 // and whether the pool has an address left, refused naming the pool and what holds its
 // addresses. Two creates at once can both pass this for the last address; Create's claim
 // decides between them (fixed-address.ts).
-import { describeHolders } from '../../harvester/address-claims.js';
+import { claimProblems, describeHolders } from '../../harvester/address-claims.js';
 import { describePool, poolAddresses } from '../../harvester/ip-pool.js';
 import { describeIpPool, ipPoolUsage } from '../../harvester/vm-dhcp.js';
 import { isForbidden, KubeError } from '../../kube/errors.js';
@@ -86,8 +86,15 @@ export async function checkFixedAddress(ctx: OperationContext, problems: string[
   const { holding } = await holdingClaims(ctx, source.network);
   const held = new Set(holding.map((e) => e.claim.address));
   const candidates = poolAddresses(info);
-  // An earlier attempt of this machine holds one already: Create continues with it.
-  if (holding.some((e) => e.claim.machine === ctx.config.MachineName)) return;
+  // An earlier attempt of this machine holds one already: Create continues with it, the
+  // lowest, if it passes the checks (a claim anyone could have written).
+  const mine = holding
+    .filter((e) => e.claim.machine === ctx.config.MachineName)
+    .sort((a, b) => (a.claim.address < b.claim.address ? -1 : 1));
+  if (mine[0]) {
+    for (const p of claimProblems(mine[0].claim, info)) problems.push(`${p} (${FLAG})`);
+    return;
+  }
   if (candidates.every((a) => held.has(a))) {
     const inPool = holding.filter((e) => candidates.includes(e.claim.address)).map((e) => e.claim);
     problems.push(

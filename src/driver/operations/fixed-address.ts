@@ -9,11 +9,14 @@
 //   and its DHCP serves it (docs/upstream/vm-dhcp-controller.md#how-a-vm-gets-its-address).
 import crypto from 'node:crypto';
 import {
+  ANNOTATION_FIXED_ADDRESS,
   claimObject,
+  claimProblems,
   claimsOfMachine,
   claimsOfNetwork,
   describeHolders,
   firstFree,
+  fixedAddressAnnotation,
   fixedAddressOfVm,
   isAbandoned,
   readClaim,
@@ -45,6 +48,44 @@ const FLAG = '--harvester-ip-pool-info';
 /** The pool has no address left: refused, naming the pool and who holds its addresses. */
 export class AddressPoolExhaustedError extends Error {
   override readonly name = 'AddressPoolExhaustedError';
+}
+
+/**
+ * A claim naming this machine that may not be used: its address is not the pool's, its MAC
+ * is not one interface's, or it replaced the claim this machine made (another uid). Anyone
+ * who may create ConfigMaps in the VM namespace can write one (docs/security.md#the-inputs).
+ */
+export class AddressClaimRefusedError extends Error {
+  override readonly name = 'AddressClaimRefusedError';
+}
+
+const claimRef = (cm: ConfigMap): string => `${cm.metadata.namespace ?? ''}/${cm.metadata.name}`;
+
+/** Refuses a claim this machine would use when it fails the checks, naming it and the fields. */
+function checkClaim(source: AddressSource, entry: { cm: ConfigMap; claim: AddressClaim }): void {
+  const problems = claimProblems(entry.claim, source.info);
+  if (problems.length > 0)
+    throw new AddressClaimRefusedError(
+      `${FLAG}: ${problems.join('; ')}; it names machine ${entry.claim.machine} but is not used (no address or MAC of it reaches the VM): delete it if no machine made it (harvester-machine leftovers lists it)`,
+    );
+}
+
+/** A ConfigMap by the recorded claim's name that is not the claim this machine made. */
+function replacedClaim(cm: ConfigMap, recorded: FixedAddress): AddressClaimRefusedError {
+  return new AddressClaimRefusedError(
+    `${FLAG}: address claim ConfigMap ${claimRef(cm)} is not the claim this machine made for ${recorded.address} (its uid ${cm.metadata.uid ?? '(none)'}, the machine's ${recorded.claimUid ?? '(none)'}): someone replaced it, so it is not used; remove the machine and create it again`,
+  );
+}
+
+/** The VM of an earlier attempt records its address with the uid of the claim made again. */
+async function rebindVm(ctx: OperationContext, vm: Vm, fixed: FixedAddress): Promise<void> {
+  try {
+    await ctx.api.patchVmAnnotations(vm, { [ANNOTATION_FIXED_ADDRESS]: fixedAddressAnnotation(fixed) });
+  } catch (err) {
+    ctx.log.warn(
+      `Could not record the new claim of ${fixed.address} on VM ${vmRef(ctx.config)} (${(err as Error).message}); the machine's saved state has it`,
+    );
+  }
 }
 
 /** Where the machine's address comes from, as found on Harvester before anything is made. */
@@ -131,6 +172,7 @@ function fixedOf(source: AddressSource, nic: string, mac: string, claim: Address
     network: source.network,
     source: 'pool',
     holder: claim.name,
+    ...(claim.uid ? { claimUid: claim.uid } : {}),
   };
 }
 
@@ -220,23 +262,36 @@ export async function prepareFixedAddress(ctx: OperationContext, info: IpPoolInf
 
   const recorded = existing ? fixedAddressOfVm(existing.metadata.annotations) : undefined;
   const mine = (await networkClaims(ctx, source.network)).filter((e) => e.claim.machine === cfg.MachineName);
-  const keep = recorded
-    ? mine.find((e) => e.claim.name === recorded.holder)
-    : mine.sort((a, b) => (a.claim.address < b.claim.address ? -1 : 1))[0];
+  // The earlier attempt's VM names its claim, and (since the uid is recorded) which one.
+  const named = recorded ? mine.find((e) => e.claim.name === recorded.holder) : undefined;
+  if (recorded && named && recorded.claimUid && named.claim.uid !== recorded.claimUid)
+    throw replacedClaim(named.cm, recorded);
+  const keep = recorded ? named : mine.sort((a, b) => (a.claim.address < b.claim.address ? -1 : 1))[0];
+  if (keep) checkClaim(source, keep);
   // Claims of this machine from attempts that lost a race with another attempt: never adopted.
-  for (const extra of mine)
-    if (extra !== keep && !extra.claim.owner)
-      await ctx.api.deleteConfigMap(extra.cm, { sameVersion: true }).catch(() => false);
+  // One that fails the checks was not made by an attempt of this machine: left alone.
+  for (const extra of mine) {
+    if (extra === keep || extra.claim.owner) continue;
+    if (claimProblems(extra.claim, source.info).length > 0) {
+      ctx.log.warn(
+        `Address claim ConfigMap ${claimRef(extra.cm)} names this machine but is not one of its claims (${claimProblems(extra.claim, source.info).join('; ')}): not used, left alone`,
+      );
+      continue;
+    }
+    await ctx.api.deleteConfigMap(extra.cm, { sameVersion: true }).catch(() => false);
+  }
   if (keep) {
     ctx.log.info(
       `Address ${keep.claim.address} is held for this machine from an earlier attempt; continuing with it`,
     );
+    // The VM of an earlier attempt keeps the MAC it records; a claim's counts only before a VM.
+    const keptMac = recorded ? recorded.mac : keep.claim.mac;
     return {
       source,
       nic,
-      macs: { ...macs, [nic]: keep.claim.mac || mac },
+      macs: { ...macs, [nic]: keptMac },
       claim: keep.cm,
-      fixed: fixedOf(source, nic, keep.claim.mac || mac, keep.claim),
+      fixed: fixedOf(source, nic, keptMac, keep.claim),
       claimedNow: false,
     };
   }
@@ -254,14 +309,9 @@ export async function prepareFixedAddress(ctx: OperationContext, info: IpPoolInf
       });
     const claim = readClaim(cm);
     if (!claim) throw new Error(`${FLAG}: the claim of ${recorded.address} could not be read back`);
-    return {
-      source,
-      nic,
-      macs: { ...macs, [nic]: recorded.mac },
-      claim: cm,
-      fixed: fixedOf(source, nic, recorded.mac, claim),
-      claimedNow: true,
-    };
+    const fixed = fixedOf(source, nic, recorded.mac, claim);
+    if (existing) await rebindVm(ctx, existing, fixed);
+    return { source, nic, macs: { ...macs, [nic]: recorded.mac }, claim: cm, fixed, claimedNow: true };
   }
   const cm = await claimFree(ctx, source, nic, mac);
   const claim = readClaim(cm);
@@ -292,14 +342,36 @@ export async function settleWithVm(
   vm: Vm,
 ): Promise<PreparedAddress> {
   const recorded = fixedAddressOfVm(vm.metadata.annotations);
-  if (prepared.source.kind !== 'pool' || !recorded || recorded.holder === prepared.fixed?.holder)
-    return prepared;
+  const same =
+    recorded?.holder === prepared.fixed?.holder &&
+    (!recorded?.claimUid || recorded.claimUid === prepared.fixed?.claimUid);
+  if (prepared.source.kind !== 'pool' || !recorded || same) return prepared;
   await releaseClaim(ctx, prepared);
   ctx.log.info(`VM ${vmRef(ctx.config)} was made with address ${recorded.address}; continuing with it`);
-  const cm =
-    (await ctx.api.findConfigMap(ctx.config.VMNamespace, recorded.holder)) ??
-    (await ctx.api.createConfigMap(claimObject(ctx.config.VMNamespace, ctx.config.MachineName, recorded)));
-  return { ...prepared, fixed: recorded, claim: cm, claimedNow: false };
+  const found = await ctx.api.findConfigMap(ctx.config.VMNamespace, recorded.holder);
+  if (found) {
+    // Only the claim the VM records: this machine's, of its address, with its uid.
+    const claim = readClaim(found);
+    if (
+      !claim ||
+      claim.machine !== ctx.config.MachineName ||
+      claim.address !== recorded.address ||
+      (recorded.claimUid !== undefined && found.metadata.uid !== recorded.claimUid)
+    )
+      throw replacedClaim(found, recorded);
+    return {
+      ...prepared,
+      fixed: { ...recorded, claimUid: found.metadata.uid ?? '' },
+      claim: found,
+      claimedNow: false,
+    };
+  }
+  const cm = await ctx.api.createConfigMap(
+    claimObject(ctx.config.VMNamespace, ctx.config.MachineName, recorded),
+  );
+  const fixed = { ...recorded, claimUid: cm.metadata.uid ?? '' };
+  await rebindVm(ctx, vm, fixed);
+  return { ...prepared, fixed, claim: cm, claimedNow: false };
 }
 
 /** The claim is owned by the VM from now on: the garbage collector frees it with the VM. */
@@ -375,9 +447,16 @@ export async function freeMachineClaims(ctx: OperationContext): Promise<void> {
   if (!cfg.HarvesterMachine.IPPoolInfo && !cfg.HarvesterMachine.FixedAddress) return;
   try {
     const cms = await ctx.api.listConfigMaps(cfg.VMNamespace, claimsOfMachine(cfg.MachineName));
+    const bound = cfg.HarvesterMachine.FixedAddress;
     for (const cm of cms) {
       const claim = readClaim(cm);
       if (!claim || claim.machine !== cfg.MachineName) continue;
+      if (bound?.claimUid && claim.name === bound.holder && claim.uid !== bound.claimUid) {
+        ctx.log.warn(
+          `Address claim ConfigMap ${claimRef(cm)} is not the claim this machine made (another uid): left alone`,
+        );
+        continue;
+      }
       if (await ctx.api.deleteConfigMap(cm))
         ctx.log.info(`Released address ${claim.address} (${claim.network})`);
     }
