@@ -310,7 +310,10 @@ export class VolumeOwnership {
       failures: result.failures,
     };
     this.inventories.set(key, inventory);
-    const names = inventory.volumes.map((v) => `${v.namespace}/${v.name} (${v.outcome})`);
+    // The Event says what stays and that it is ownership; the status says why in full.
+    const names = inventory.volumes.map(
+      (v) => `${v.namespace}/${v.name} (${v.outcome.replace(/^(kept, ownership [a-z ]+?): .*$/, '$1')})`,
+    );
     this.record(
       cluster,
       list ? 'Normal' : 'Warning',
