@@ -19,6 +19,46 @@ const plan: RemovalPlan = {
 };
 
 describe('removal preview', () => {
+  it('rm --dry-run --whole-cluster shows a volume of uncertain ownership as kept, naming why (ADR 0021)', () => {
+    const vm = vmWith('c1-pool1-x1', 'default', [pvcVolume('disk-0', 'c1-pool1-x1-disk-0-abcde')]);
+    const contested = pvc(`pvc-${'1'.repeat(8)}-1111-1111-1111-${'1'.repeat(12)}`, 'default', {
+      'guestcluster.harvesterhci.io/name': 'c1',
+    });
+    contested.metadata.annotations = { 'harvester-machine.io/guest-claimants': 'c1,c2' };
+    const own = pvc(`pvc-${'2'.repeat(8)}-2222-2222-2222-${'2'.repeat(12)}`, 'default', {
+      'guestcluster.harvesterhci.io/name': 'c1',
+    });
+    own.metadata.annotations = {
+      'harvester-machine.io/guest-claimants': 'c1',
+      'harvester-machine.io/ownership-evidence': 'corroborated: named as the Harvester CSI driver names it',
+    };
+    const wholePlan = planRemoval({
+      vm,
+      pvcs: [pvc('c1-pool1-x1-disk-0-abcde', 'default'), contested, own],
+      vms: [vm],
+      removeAll: true,
+      clusterName: 'c1',
+    });
+    const preview = removalPreview({
+      machine: 'c1-pool1-x1',
+      namespace: 'default',
+      vmName: 'c1-pool1-x1',
+      plan: wholePlan,
+      wholeClusterAssumed: true,
+    });
+    assert.deepEqual(
+      preview.delete.persistentVolumeClaims.map((p) => p.name).sort(),
+      ['c1-pool1-x1-disk-0-abcde', own.metadata.name].sort(),
+    );
+    const text = renderRemovalPreview(preview, '/store/machines/c1-pool1-x1').join('\n');
+    assert.match(
+      text,
+      new RegExp(
+        `keep:[\\s\\S]*PersistentVolumeClaim default/${contested.metadata.name}\\n\\s+why: named by guest clusters c1, c2: ownership contested; never deleted automatically: delete it by hand`,
+      ),
+    );
+  });
+
   it('lists the VM, PVCs and Secrets that go and the PVCs that stay, each with its reason', () => {
     const preview = removalPreview({
       machine: 'c1-pool1-x1',

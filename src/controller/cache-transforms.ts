@@ -132,7 +132,11 @@ export function slimCluster(o: KubeObject): KubeObject {
       : {};
   return {
     ...head(c),
-    metadata: meta(c.metadata, { annotations: clusterAnnotation }),
+    metadata: {
+      ...meta(c.metadata, { annotations: clusterAnnotation }),
+      // When the cluster was made: no volume made before it is its own (guest-volumes.ts).
+      ...(c.metadata.creationTimestamp ? { creationTimestamp: c.metadata.creationTimestamp } : {}),
+    },
     ...(c.spec
       ? {
           spec: {

@@ -4,8 +4,11 @@
 // driver (one watch per cluster, guest-watches.ts) name their host PVCs; each one is labelled
 // `guestcluster.harvesterhci.io/name=<cluster>` (the label the driver's whole-cluster removal
 // selects on, so the Go driver's removal finds them too), with the cluster's own credential
-// (cluster-targets.ts, as the gate and the load balancer cleanup choose it), never one already
-// labelled for another cluster (an Event instead). When the cluster's deletion starts (its
+// (cluster-targets.ts, as the gate and the load balancer cleanup choose it), only when Harvester
+// corroborates the guest's claim (docs/decisions/0021-guest-volume-ownership-evidence.md: the
+// CSI driver's shape, made after the cluster, no other claimant ever); every claimant is listed
+// on the PVC, and a volume claimed but not corroborated, or contested, is left unlabelled (a
+// label we wrote is taken back) with an Event: nothing deletes it automatically. When the cluster's deletion starts (its
 // first pre-terminate hook), a last inventory is read from the guest while it may still
 // answer, recorded the same way, kept for the status and an Event, and the watch stopped.
 // Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
@@ -14,11 +17,13 @@ import { formatKey, type ObjectKey } from '../api/object-key.js';
 import {
   decideOwnership,
   type GuestVolume,
+  type OwnershipOutcome,
   type GuestVolumeList,
   type RecordPath,
   harvesterVolumes,
 } from '../harvester/guest-volumes.js';
 import type { PersistentVolume } from '../api/core.js';
+import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
 import type { PersistentVolumeClaim } from '../harvester/types.js';
 import { isConflict, type KubeClient, type ReconcileResult } from '../kube/index.js';
 import { Resources, type ResourceType, type KubeObject } from '../kube/resources.js';
@@ -37,6 +42,7 @@ export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
 export const OwnershipReasons = {
   recorded: 'GuestVolumesRecorded',
   otherCluster: 'GuestVolumeOwnedByOtherCluster',
+  notCorroborated: 'GuestVolumeNotCorroborated',
   failed: 'GuestVolumeRecordFailed',
   unreachable: 'GuestClusterUnreachable',
   watching: 'GuestClusterWatched',
@@ -69,7 +75,17 @@ export function ownershipMetrics(registry: Registry) {
     }),
     conflicts: new Counter({
       name: 'harvester_machine_guest_volume_conflicts_total',
-      help: 'Host volumes a guest cluster names that are labelled for another guest cluster (left alone).',
+      help: 'Host volumes more than one guest cluster named (contested: never deleted automatically).',
+      registers: [registry],
+    }),
+    uncorroborated: new Counter({
+      name: 'harvester_machine_guest_volumes_uncorroborated_total',
+      help: 'Host volumes a guest cluster named whose ownership Harvester does not corroborate (never deleted automatically).',
+      registers: [registry],
+    }),
+    malformed: new Counter({
+      name: 'harvester_machine_guest_malformed_volumes_total',
+      help: "Entries of a guest's PersistentVolume list that are no PersistentVolume (dropped), at inventories.",
       registers: [registry],
     }),
     inventories: new Counter({
@@ -126,8 +142,10 @@ export class VolumeOwnership {
   /** Per cluster: host volumes asked about already, and what was found. */
   private readonly known = new Map<string, Map<string, string>>();
   private readonly attempts = new Map<string, number>();
-  /** PVCs of another cluster already reported (one Event each). */
+  /** PVCs whose contest or missing evidence was already reported (one Event each). */
   private readonly reported = new Set<string>();
+  /** Per cluster: when it was made (its Rancher objects' earliest creationTimestamp). */
+  private readonly created = new Map<string, string>();
 
   constructor(private readonly deps: VolumeOwnershipDeps) {}
 
@@ -175,11 +193,25 @@ export class VolumeOwnership {
     );
   }
 
+  /** When the cluster was made, as Rancher's apiserver wrote it (kept once seen). */
+  private clusterCreated(cluster: ObjectKey): string | undefined {
+    const key = formatKey(cluster);
+    const times = [
+      this.deps.caches.capiClusters.get(cluster)?.metadata.creationTimestamp,
+      this.deps.caches.provisioningClusters.get(cluster)?.metadata.creationTimestamp,
+      this.created.get(key),
+    ].filter((t): t is string => typeof t === 'string' && !Number.isNaN(Date.parse(t)));
+    const earliest = times.sort((a, b) => Date.parse(a) - Date.parse(b))[0];
+    if (earliest !== undefined) this.created.set(key, earliest);
+    return earliest;
+  }
+
   async reconcile(cluster: ObjectKey): Promise<ReconcileResult> {
     const key = formatKey(cluster);
     const { caches, watches } = this.deps;
     const capi = caches.capiClusters.get(cluster);
     const prov = caches.provisioningClusters.get(cluster);
+    this.clusterCreated(cluster);
     const targets = learnTargets(caches, cluster.namespace, cluster.name);
     if ((!capi && !prov) || targets.size === 0) {
       // Gone, or no machine on Harvester (yet, or any more).
@@ -220,6 +252,7 @@ export class VolumeOwnership {
     this.attempts.delete(key);
     this.inventories.delete(key);
     this.pendingInventories.delete(key);
+    this.created.delete(key);
   }
 
   /**
@@ -253,6 +286,7 @@ export class VolumeOwnership {
       const client = await this.deps.watches.client(cluster);
       const pvs = await client.list<PersistentVolume>(Resources.persistentVolume, {});
       list = harvesterVolumes(pvs.items);
+      if (list.malformed > 0) this.deps.metrics.malformed.inc(list.malformed);
       source = "the guest cluster's apiserver";
       this.deps.metrics.inventories.inc({ source: 'guest' });
     } catch (err) {
@@ -276,12 +310,15 @@ export class VolumeOwnership {
       failures: result.failures,
     };
     this.inventories.set(key, inventory);
-    const names = inventory.volumes.map((v) => `${v.namespace}/${v.name} (${v.outcome})`);
+    // The Event says what stays and that it is ownership; the status says why in full.
+    const names = inventory.volumes.map(
+      (v) => `${v.namespace}/${v.name} (${v.outcome.replace(/^(kept, ownership [a-z ]+?): .*$/, '$1')})`,
+    );
     this.record(
       cluster,
       list ? 'Normal' : 'Warning',
       OwnershipReasons.inventoried,
-      `last inventory of guest cluster ${key} as its deletion starts, from ${source}: ${inventory.volumes.length} host volume(s) of the Harvester CSI driver${names.length ? `: ${names.join(', ')}` : ''}; they go with the cluster (by its VMs' removals, else once its last VM is gone)${result.failures.length ? `; not recorded: ${result.failures.join('; ')}` : ''}`,
+      `last inventory of guest cluster ${key} as its deletion starts, from ${source}: ${inventory.volumes.length} host volume(s) of the Harvester CSI driver${names.length ? `: ${names.join(', ')}` : ''}; those recorded go with the cluster (by its VMs' removals, else once its last VM is gone), those kept stay${list?.malformed ? `; ${list.malformed} entr${list.malformed === 1 ? 'y' : 'ies'} of its list were no PersistentVolume (dropped)` : ''}${result.failures.length ? `; not recorded: ${result.failures.join('; ')}` : ''}`,
     );
     return inventory;
   }
@@ -420,35 +457,23 @@ export class VolumeOwnership {
         cluster: cluster.name,
         volume,
         pvc,
+        clusterCreated: this.clusterCreated(cluster),
         now: new Date(this.now()),
         path,
       });
       switch (decision.action) {
         case 'missing':
           return { kind: 'missing', namespace: undefined, text: "no such PVC in the VMs' namespace" };
-        case 'recorded':
-          return { kind: 'known', namespace, text: 'recorded before' };
         case 'refused':
           return { kind: 'known', namespace, text: `not recorded: ${decision.reason}` };
-        case 'other-cluster': {
-          const id = `${namespace}/${volume.hostPvc}`;
-          if (!this.reported.has(id)) {
-            this.reported.add(id);
-            this.deps.metrics.conflicts.inc();
-            this.record(
-              cluster,
-              'Warning',
-              OwnershipReasons.otherCluster,
-              `host volume ${id}, named by ${describeVolume(volume)} of guest cluster ${formatKey(cluster)}, is labelled for guest cluster "${decision.owner}": not relabelled; it is not deleted with ${cluster.name}, and not with ${decision.owner} either while ${cluster.name}'s PersistentVolume names it`,
-            );
-          }
+        case 'recorded':
+          this.report(cluster, volume, namespace, decision.outcome, decision.reason);
           return {
             kind: 'known',
             namespace,
-            text: `labelled for guest cluster ${decision.owner}, left alone`,
+            text: outcomeText(decision.outcome, decision.reason, undefined),
           };
-        }
-        case 'label':
+        case 'write':
           try {
             this.deps.metrics.harvesterRequests.inc();
             await client.patch(
@@ -462,8 +487,14 @@ export class VolumeOwnership {
                 },
               },
             );
-            this.deps.metrics.labelled.inc({ path: path === 'watch' ? 'watch' : 'inventory' });
-            return { kind: 'labelled', namespace, text: `labelled now (${path})` };
+            this.report(cluster, volume, namespace, decision.outcome, decision.reason);
+            const labelled = decision.labels[LABEL_GUEST_CLUSTER_NAME] === cluster.name;
+            if (labelled) this.deps.metrics.labelled.inc({ path: path === 'watch' ? 'watch' : 'inventory' });
+            return {
+              kind: labelled ? 'labelled' : 'known',
+              namespace,
+              text: outcomeText(decision.outcome, decision.reason, labelled ? path : undefined),
+            };
           } catch (err) {
             // Changed since it was read (another labeller, Harvester's controller): read, decide again.
             if (!isConflict(err) || attempt >= 2) throw err;
@@ -477,6 +508,28 @@ export class VolumeOwnership {
     }
   }
 
+  /** One Warning per host volume whose ownership is contested or not corroborated. */
+  private report(
+    cluster: ObjectKey,
+    volume: GuestVolume,
+    namespace: string,
+    outcome: OwnershipOutcome,
+    reason: string,
+  ): void {
+    if (outcome === 'corroborated') return;
+    const id = `${namespace}/${volume.hostPvc}`;
+    if (this.reported.has(`${outcome} ${id}`)) return;
+    this.reported.add(`${outcome} ${id}`);
+    const contested = outcome === 'contested';
+    (contested ? this.deps.metrics.conflicts : this.deps.metrics.uncorroborated).inc();
+    this.record(
+      cluster,
+      'Warning',
+      contested ? OwnershipReasons.otherCluster : OwnershipReasons.notCorroborated,
+      `host volume ${id}, named by ${describeVolume(volume)} of guest cluster ${formatKey(cluster)}: ownership ${outcome} (${reason}); not labelled for ${cluster.name}, so it is not deleted with it${contested ? ' nor with any other cluster' : ''}: delete it by hand once you know whose it is`,
+    );
+  }
+
   /** The last inventories, for the status summary. */
   summary(): Inventory[] {
     return [...this.inventories.values()].sort((a, b) => a.cluster.localeCompare(b.cluster));
@@ -486,6 +539,12 @@ export class VolumeOwnership {
   namedByLiveClusters(except: ObjectKey): Map<string, string[]> {
     return this.deps.watches.namedByOthers(except);
   }
+}
+
+/** What became of a volume's record, as the inventory and the status show it. */
+function outcomeText(outcome: OwnershipOutcome, reason: string, labelledBy: RecordPath | undefined): string {
+  if (outcome === 'corroborated') return labelledBy ? `labelled now (${labelledBy})` : 'recorded before';
+  return `kept, ownership ${outcome}: ${reason}; delete it by hand once you know whose it is`;
 }
 
 function describeVolume(v: GuestVolume): string {

@@ -294,6 +294,48 @@ describe('deleted cluster volume cleanup: the reasons', () => {
     );
   });
 
+  it('keeps what another cluster ever named, what was not corroborated, and an old record on the guest’s word alone (ADR 0021)', () => {
+    const annotated = (annotations: Record<string, string>): HostPvc => {
+      const p = pvc('pvc-a', CLUSTER);
+      p.metadata.annotations = annotations;
+      return p;
+    };
+    for (const [annotations, why] of [
+      [{ 'harvester-machine.io/guest-claimants': 'harv01,harv02' }, /harv01, harv02: ownership contested/],
+      [
+        { 'harvester-machine.io/guest-claimants': 'x,' },
+        /guest-claimants annotation is not one the controller writes/,
+      ],
+      [
+        {
+          'harvester-machine.io/ownership-evidence':
+            'not corroborated: its name is not one the CSI driver gives',
+        },
+        /^ownership not corroborated: its name/,
+      ],
+      [{ 'harvester-machine.io/guest-volume': 'my-pv' }, /earlier controller on the guest's word alone/],
+    ] as const) {
+      const d = decideVolumeCleanup({ ...base, pvcs: [annotated(annotations), pvc('pvc-d')] });
+      assert.equal(d.action, 'delete');
+      if (d.action !== 'delete') return;
+      assert.deepEqual(d.volumes, []);
+      assert.match(d.kept[0]?.reason ?? '', why);
+      assert.match(d.kept[0]?.reason ?? '', /never deleted automatically: delete it by hand/);
+    }
+    // Corroborated, and named by this cluster alone: it goes.
+    const own = decideVolumeCleanup({
+      ...base,
+      pvcs: [
+        annotated({
+          'harvester-machine.io/guest-claimants': CLUSTER,
+          'harvester-machine.io/ownership-evidence': 'corroborated: named as the CSI driver names it',
+          'harvester-machine.io/guest-volume': 'pvc-a',
+        }),
+      ],
+    });
+    assert.deepEqual(own.action === 'delete' && own.volumes.map((v) => v.name), ['pvc-a']);
+  });
+
   it('deletes nothing when pods could not be listed, or for a cluster without a name', () => {
     assert.equal(decideVolumeCleanup({ ...base, pods: undefined }).action, 'refuse');
     assert.equal(decideVolumeCleanup({ ...base, cluster: '' }).action, 'refuse');

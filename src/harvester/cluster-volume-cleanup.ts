@@ -11,8 +11,12 @@
 //   volume status) or pod, of any guest cluster or none;
 // - never a PVC that a PersistentVolume of a live guest cluster names (recorded for a live
 //   cluster, whatever its label says);
+// - never a PVC whose ownership Harvester does not show as this cluster's alone: more than one
+//   guest cluster ever named it, or its claim was not corroborated, or an earlier controller
+//   recorded it on the guest's word alone (guest-volumes.ts ownershipBar, ADR 0021);
 // - never one already being deleted (it goes anyway).
 // Pure: the controller lists and deletes (src/controller/volume-cleanup.ts).
+import { ownershipBar } from './guest-volumes.js';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { usageIndex, type HostPvc, type PodLike } from './orphaned-volumes.js';
 import type { VirtualMachine, VirtualMachineInstance } from './types.js';
@@ -93,6 +97,11 @@ export function decideVolumeCleanup(input: VolumeCleanupInput): VolumeCleanupDec
     const claimedBy = input.liveClaims.get(name);
     if (claimedBy?.length) {
       kept.push(item(`named by ${claimedBy.join(', ')}, of a guest cluster that is not deleted`));
+      continue;
+    }
+    const bar = entries.map((p) => ownershipBar(p, cluster)).find((b) => b !== undefined);
+    if (bar !== undefined) {
+      kept.push(item(bar));
       continue;
     }
     volumes.push(

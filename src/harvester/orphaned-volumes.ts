@@ -9,13 +9,16 @@
 // hot-plug in progress), or a pod. Nor while its guest cluster (known from its label or
 // history) still has VMs: a workload volume is detached whenever its pod is not running.
 // Only volumes that look like VM or guest-cluster volumes are considered at all: other
-// PVCs on Harvester (monitoring, add-ons) are none of this tool's business.
+// PVCs on Harvester (monitoring, add-ons) are none of this tool's business. One whose ownership
+// is contested or not corroborated (guest-volumes.ts ownershipBar, ADR 0021) is listed as kept,
+// with why, and never deleted by this tool: an operator who knows whose it is deletes it by hand.
 import {
   ANNOTATION_IMAGE_ID,
   ANNOTATION_REMOVED_PVCS,
   ANNOTATION_VOLUME_CLAIM_TEMPLATES,
   LABEL_GUEST_CLUSTER_NAME,
 } from './labels.js';
+import { ANNOTATION_GUEST_CLAIMANTS, ANNOTATION_OWNERSHIP_EVIDENCE, ownershipBar } from './guest-volumes.js';
 import { referencedClaims } from './removal-plan.js';
 import type { ObjectMeta, PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
 
@@ -64,7 +67,7 @@ export interface OrphanVolume {
   history: string[];
 }
 
-export type SkipBucket = 'inUse' | 'liveCluster' | 'tooNew' | 'deleting' | 'owned';
+export type SkipBucket = 'inUse' | 'liveCluster' | 'tooNew' | 'deleting' | 'owned' | 'claimed';
 
 export interface SkippedVolume {
   namespace: string;
@@ -177,6 +180,8 @@ function removedBy(vms: readonly VirtualMachine[], pvc: HostPvc): VirtualMachine
 function volumeKind(pvc: HostPvc, recordedByVm: boolean): string | undefined {
   const { name, labels, annotations } = pvc.metadata;
   if (labels?.[LABEL_GUEST_CLUSTER_NAME] !== undefined) return 'guest-cluster volume (labelled)';
+  if (annotations?.[ANNOTATION_GUEST_CLAIMANTS] !== undefined || annotations?.[ANNOTATION_OWNERSHIP_EVIDENCE])
+    return 'volume a guest cluster named';
   if (CSI_VOLUME.test(name)) return 'guest-cluster volume (pvc-<uid> of the Harvester CSI driver)';
   if (annotations?.[ANNOTATION_IMAGE_ID]) return `VM disk from image ${annotations[ANNOTATION_IMAGE_ID]}`;
   if (DRIVER_DISK.test(name)) return 'VM disk (<vm>-disk-<i>-<suffix>)';
@@ -253,12 +258,9 @@ export function classifyContext(scan: ClusterScan, now: Date, minAgeMs: number):
   return { scan, usage: usageIndex(scan), live: liveClusterVms(scan.vms), now, minAgeMs };
 }
 
-export function classify(pvc: HostPvc, ctx: ClassifyContext): Classification {
-  const { namespace, name } = pvc.metadata;
-  const recorded = removedBy(ctx.scan.vms, pvc).length > 0;
-  const kind = volumeKind(pvc, recorded);
-  if (!kind) return { kind: 'not-considered' };
-  const users = ctx.usage.get(key(namespace, name));
+/** Kept whoever it belonged to: in use, being deleted, owned, or of uncertain ownership. */
+function keptAsIs(pvc: HostPvc, ctx: ClassifyContext): Classification | undefined {
+  const users = ctx.usage.get(key(pvc.metadata.namespace, pvc.metadata.name));
   if (users?.length) return { kind: 'skip', bucket: 'inUse', reason: `used by ${users.join('; ')}` };
   if (pvc.metadata.deletionTimestamp)
     return { kind: 'skip', bucket: 'deleting', reason: 'already being deleted' };
@@ -270,6 +272,17 @@ export function classify(pvc: HostPvc, ctx: ClassifyContext): Classification {
       reason: `owned by ${owner.kind} ${owner.name}: deleted with its owner`,
     };
   }
+  const bar = ownershipBar(pvc, pvc.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME]);
+  return bar !== undefined ? { kind: 'skip', bucket: 'claimed', reason: bar } : undefined;
+}
+
+export function classify(pvc: HostPvc, ctx: ClassifyContext): Classification {
+  const { namespace, name } = pvc.metadata;
+  const recorded = removedBy(ctx.scan.vms, pvc).length > 0;
+  const kind = volumeKind(pvc, recorded);
+  if (!kind) return { kind: 'not-considered' };
+  const skip = keptAsIs(pvc, ctx);
+  if (skip) return skip;
   const { cluster, clusterSource, history } = attribute(pvc, ctx.scan);
   const liveVms = cluster !== undefined ? ctx.live.get(cluster) : undefined;
   if (liveVms) {
@@ -313,6 +326,7 @@ export function findOrphans(scan: ClusterScan, options: { now: Date; minAgeMs: n
     tooNew: [],
     deleting: [],
     owned: [],
+    claimed: [],
   };
   const byCluster = new Map<string | null, OrphanVolume[]>();
   let notConsidered = 0;

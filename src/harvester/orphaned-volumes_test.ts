@@ -53,6 +53,31 @@ const listed = (scan: ClusterScan, minAgeMs = 0): Record<string, string[]> =>
   );
 
 describe('findOrphans', () => {
+  it('lists a volume of uncertain ownership as kept, with why, and --delete never takes it (ADR 0021)', () => {
+    const contested = hostPvc(uid(7), {
+      annotations: { 'harvester-machine.io/guest-claimants': 'a,b' },
+    });
+    const standalone = hostPvc('db-backup', {
+      annotations: {
+        'harvester-machine.io/guest-claimants': 'a',
+        'harvester-machine.io/ownership-evidence':
+          "not corroborated: guest cluster a's PersistentVolume x names it, but its name is not one the Harvester CSI driver gives",
+      },
+    });
+    const report = findOrphans(scanOf({ pvcs: [contested, standalone] }), { now: NOW, minAgeMs: 0 });
+    assert.deepEqual(report.groups, []);
+    assert.deepEqual(
+      report.skipped.claimed.map((s) => s.name),
+      ['db-backup', uid(7)],
+    );
+    assert.match(
+      report.skipped.claimed[1]?.reason ?? '',
+      /named by guest clusters a, b: ownership contested/,
+    );
+    assert.match(report.skipped.claimed[0]?.reason ?? '', /not corroborated/);
+    assert.deepEqual(volumesToDelete(report, true), []);
+  });
+
   it('groups leaked volumes by guest cluster, unknown last, and says how the cluster is known', () => {
     const report = findOrphans(
       scanOf({

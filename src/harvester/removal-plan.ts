@@ -13,6 +13,10 @@
 //   VMs the removal reads, and what that leaves to Harvester: removal-reads.ts, ADR 0018).
 // - Never a PVC Harvester said it would refuse to delete when it was asked (a dry-run delete
 //   through its PVC webhook: removal-reads.ts, ADR 0018); its answer is the reason kept.
+// - Never, on a whole-cluster removal, a hot-plugged or labelled volume whose ownership is not
+//   this cluster's alone as Harvester shows it: more than one guest cluster ever named it, its
+//   claim was not corroborated, or an earlier controller recorded it on a guest's word alone
+//   (guest-volumes.ts ownershipBar, ADR 0021). The VM's own boot and data disks are the VM's.
 // - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
 //   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
 // Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
@@ -21,7 +25,7 @@
 // whoever uses them, which is why only names that exist, and so cannot hold a comma, go in.
 
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
-import { describeRecord } from './guest-volumes.js';
+import { describeRecord, ownershipBar } from './guest-volumes.js';
 import { cloudInitSecretName } from './names.js';
 import type {
   PersistentVolumeClaim,
@@ -242,11 +246,18 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     plan.refused.push({ name, reason: `claim name ${shown(name)} ${why}; never deleted` });
   };
   /** The checks no rule can override; then the PVC goes. */
-  const remove = (name: string, reason: string): void => {
+  const remove = (name: string, reason: string, guestVolume = false): void => {
     if (decided.has(name)) return;
     const problem = claimNameProblem(name);
     if (problem !== undefined) return refuse(name, `is no PVC name: ${problem}`);
     if (!clusterLabels.has(name)) return refuse(name, `names no PVC in namespace ${namespace}`);
+    if (guestVolume) {
+      const bar = inputs.pvcs
+        .filter((p) => p.metadata.namespace === namespace && p.metadata.name === name)
+        .map((p) => ownershipBar(p, clusterName))
+        .find((b) => b !== undefined);
+      if (bar !== undefined) return keep(name, bar);
+    }
     const users = usedBy.get(name);
     if (users) return keep(name, `still used by VM ${users.map((u) => `${namespace}/${u}`).join(', ')}`);
     const answer = inputs.harvesterAnswers?.get(name);
@@ -270,7 +281,11 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     } else if (!claim.hotplugged) {
       remove(claim.claimName, `boot/data disk ${claim.volumeName} of VM ${vmRef}`);
     } else if (removeAll) {
-      remove(claim.claimName, `hot-plugged volume of VM ${vmRef}; the whole guest cluster is being deleted`);
+      remove(
+        claim.claimName,
+        `hot-plugged volume of VM ${vmRef}; the whole guest cluster is being deleted`,
+        true,
+      );
     } else if (!decided.has(claim.claimName)) {
       keep(
         claim.claimName,
@@ -298,6 +313,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
       remove(
         pvc.metadata.name,
         `labelled ${LABEL_GUEST_CLUSTER_NAME}=${clusterName}${record ? ` (${record})` : ''}; the whole guest cluster is being deleted`,
+        true,
       );
     }
   }

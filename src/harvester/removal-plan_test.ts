@@ -87,6 +87,8 @@ describe('planRemoval: examples', () => {
       'harvester-machine.io/guest-volume': 'pvc-guest-2',
       'harvester-machine.io/guest-claim': 'default/data-db-0',
       'harvester-machine.io/ownership-recorded': '2026-03-01T10:00:00.000Z watch',
+      'harvester-machine.io/guest-claimants': 'c1',
+      'harvester-machine.io/ownership-evidence': 'corroborated: named as the Harvester CSI driver names it',
     };
     const plan = planRemoval({
       ...base,
@@ -96,6 +98,62 @@ describe('planRemoval: examples', () => {
     assert.equal(
       plan.pvcs.find((p) => p.name === 'pvc-guest-2')?.reason,
       "labelled guestcluster.harvesterhci.io/name=c1 (the guest's PersistentVolume pvc-guest-2 (claim default/data-db-0) names it; recorded by harvester-machine-controller at 2026-03-01T10:00:00.000Z by its watch); the whole guest cluster is being deleted",
+    );
+  });
+
+  it('whole cluster: keeps a labelled or hot-plugged volume whose ownership Harvester does not show as the cluster’s alone (ADR 0021)', () => {
+    const shown = (annotations: Record<string, string>, labelled = true) => {
+      const p = pvc('pvc-guest-2', 'default', labelled ? { [CLUSTER_LABEL]: 'c1' } : {});
+      p.metadata.annotations = annotations;
+      const plan = planRemoval({
+        ...base,
+        removeAll: true,
+        pvcs: pvcs.map((x) => (x.metadata.name === 'pvc-guest-2' ? p : x)),
+      });
+      assert.equal(
+        plan.pvcs.find((x) => x.name === 'pvc-guest-2'),
+        undefined,
+      );
+      return plan.kept.find((x) => x.name === 'pvc-guest-2')?.reason ?? '';
+    };
+    // Two clusters named it, ever: kept, whatever its label says.
+    assert.match(
+      shown({ 'harvester-machine.io/guest-claimants': 'c1,c2' }),
+      /^named by guest clusters c1, c2: ownership contested; never deleted automatically/,
+    );
+    // Recorded for another cluster, and labelled for this one by someone else.
+    assert.match(shown({ 'harvester-machine.io/guest-claimants': 'c2' }), /c1, c2: ownership contested/);
+    // A record by an earlier controller, on the guest's word alone.
+    assert.match(
+      shown({
+        'harvester-machine.io/guest-volume': 'pvc-guest-2',
+        'harvester-machine.io/ownership-recorded': '2026-03-01T10:00:00.000Z watch',
+      }),
+      /earlier controller on the guest's word alone/,
+    );
+    // A hot-plugged volume of the VM that two clusters named stays too.
+    const hot = pvc('pvc-guest-1', 'default', {});
+    hot.metadata.annotations = { 'harvester-machine.io/guest-claimants': 'c1,c2' };
+    const hotPlan = planRemoval({
+      ...base,
+      removeAll: true,
+      pvcs: pvcs.map((x) => (x.metadata.name === 'pvc-guest-1' ? hot : x)),
+    });
+    assert.equal(
+      hotPlan.pvcs.find((x) => x.name === 'pvc-guest-1'),
+      undefined,
+    );
+    assert.match(
+      hotPlan.kept.find((x) => x.name === 'pvc-guest-1')?.reason ?? '',
+      /c1, c2: ownership contested/,
+    );
+    // Not corroborated.
+    assert.match(
+      shown({
+        'harvester-machine.io/guest-claimants': 'c1',
+        'harvester-machine.io/ownership-evidence': 'not corroborated: bound statically',
+      }),
+      /^ownership not corroborated: bound statically; never deleted automatically/,
     );
   });
 

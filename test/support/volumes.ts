@@ -57,9 +57,9 @@ export async function waitPvcExists(
 
 /**
  * A guest cluster's volume as the CSI driver makes it (no label: the released driver sets none),
- * with its ownership then recorded as the cleanup controller records it from the guest's PVs:
- * the label the driver's whole-cluster removal selects on and the annotations naming the guest
- * PV (src/harvester/guest-volumes.ts decideOwnership).
+ * with its ownership then recorded as the cleanup controller records it from the guest's PVs once
+ * Harvester corroborates it: the label the driver's whole-cluster removal selects on and the
+ * annotations naming the guest PV and the evidence (src/harvester/guest-volumes.ts decideOwnership).
  */
 export async function recordedVolume(
   csi: CsiStandIn,
@@ -67,14 +67,20 @@ export async function recordedVolume(
   req: { namespace: string; size: string; cluster: string },
 ): Promise<string> {
   const name = await csi.createVolume({ namespace: req.namespace, size: req.size });
+  const pvc = await admin.get<PersistentVolumeClaim>(Resources.pvc, { namespace: req.namespace, name });
   const decision = decideOwnership({
     cluster: req.cluster,
     volume: { pv: name, hostPvc: name, claim: `default/data-${name.slice(-5)}` },
-    pvc: await admin.get<PersistentVolumeClaim>(Resources.pvc, { namespace: req.namespace, name }),
+    pvc,
+    // The cluster existed before its CSI volume (ADR 0021's evidence).
+    clusterCreated: new Date(Date.parse(pvc.metadata.creationTimestamp ?? '') - 60_000).toISOString(),
     now: new Date(),
     path: 'watch',
   });
-  if (decision.action !== 'label') throw new Error(`${name} cannot be recorded: ${decision.action}`);
+  if (decision.action !== 'write' || decision.outcome !== 'corroborated')
+    throw new Error(
+      `${name} cannot be recorded: ${decision.action} ${'reason' in decision ? decision.reason : ''}`,
+    );
   await admin.patch(
     Resources.pvc,
     { namespace: req.namespace, name },

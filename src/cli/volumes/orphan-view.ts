@@ -30,11 +30,19 @@ export function renderOrphanReport(report: OrphanReport, opts: { minAge: string 
     for (const v of group.volumes) for (const h of v.history) lines.push(`  ${v.name}: ${h}`);
   }
   const s = report.skipped;
+  if (s.claimed.length) {
+    lines.push(
+      '',
+      `Kept, ownership not certain (${s.claimed.length}): never deleted automatically, nor by --delete; delete by hand once you know whose it is`,
+    );
+    const rows = s.claimed.map((v) => [v.namespace, v.name, v.reason]);
+    lines.push(...renderTable(['namespace', 'name', 'why'], rows).map((l) => `  ${l}`));
+  }
   const live = s.liveCluster.length ? ` (clusters with VMs: ${report.liveClusters.join(', ')})` : '';
   lines.push(
     '',
     `Not listed: ${s.inUse.length} in use, ${s.liveCluster.length} of a guest cluster that still has VMs${live}, ` +
-      `${s.tooNew.length} younger than ${opts.minAge}, ${s.deleting.length} being deleted, ${s.owned.length} owned by another object; ` +
+      `${s.tooNew.length} younger than ${opts.minAge}, ${s.deleting.length} being deleted, ${s.owned.length} owned by another object, ${s.claimed.length} of uncertain ownership (above); ` +
       `${report.notConsidered} other PVC(s) are not VM or guest-cluster volumes.`,
   );
   if (!report.podsChecked)
