@@ -117,6 +117,9 @@ describe('flag table', () => {
         ['harvester-ip-pool-info', 'HARVESTER_IP_POOL_INFO', 'string', ''],
         ['harvester-vm-labels', 'HARVESTER_VM_LABELS', 'string', ''],
         ['harvester-vm-annotations', 'HARVESTER_VM_ANNOTATIONS', 'string', ''],
+        ['harvester-block-multi-queue', 'HARVESTER_BLOCK_MULTI_QUEUE', 'bool', false],
+        ['harvester-io-threads-policy', 'HARVESTER_IO_THREADS_POLICY', 'string', ''],
+        ['harvester-io-thread-count', 'HARVESTER_IO_THREAD_COUNT', 'int', 0],
       ],
     );
   });
