@@ -1,5 +1,5 @@
-// The HarvesterConfig of docs/pools.md (docs/examples/harvester-config.yaml), as Rancher's
-// create job would pass it: the fields of the driver's schema kept, rendered as flags the
+// The HarvesterConfig of docs/pools.md (docs/examples/harvester-config.yaml), applied to
+// the sandbox's Rancher apiserver and read back, as Rancher's create job would pass it: the fields of the driver's schema kept, rendered as flags the
 // way Rancher's machineprovision renders them (src/driver/rancher-machine-config.ts), the
 // Harvester credential in the job's environment, run through the real rancher-machine with
 // our plugin executable. The VM carries every field of ours: labels, annotations, the fixed
@@ -87,9 +87,24 @@ describe('the HarvesterConfig of docs/pools.md through rancher-machine', { timeo
   it('creates the machine; its VM carries the labels, annotations, fixed address, host device and storage options', async () => {
     const { sandbox } = fixture;
     await enablePassthrough();
-    const config = parse(fs.readFileSync(path.join(repoRoot(), EXAMPLE), 'utf8')) as Record<string, unknown>;
-    assert.equal(config['apiVersion'], 'rke-machine-config.cattle.io/v1');
-    assert.equal(config['kind'], 'HarvesterConfig');
+    const file = parse(fs.readFileSync(path.join(repoRoot(), EXAMPLE), 'utf8')) as KubeObject;
+    assert.equal(file.apiVersion, 'rke-machine-config.cattle.io/v1');
+    assert.equal(file.kind, 'HarvesterConfig');
+    // `kubectl apply` of the file on Rancher's apiserver (the sandbox's HarvesterConfig
+    // definition); what Rancher then reads is the stored object.
+    const rancher = sandbox.rancher.admin;
+    const namespace = file.metadata.namespace ?? '';
+    if (!(await rancher.find(Resources.namespace, { name: namespace })))
+      await rancher.create<KubeObject>(Resources.namespace, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: namespace },
+      });
+    await rancher.create<KubeObject>(Resources.harvesterConfig, file);
+    const config = (await rancher.get<KubeObject>(Resources.harvesterConfig, {
+      namespace,
+      name: file.metadata.name,
+    })) as KubeObject & Record<string, unknown>;
 
     const instance = 'web-pool1-7c9d8b6f5-a1b2c';
     const dir = path.join(temp.dir, instance);
