@@ -82,6 +82,60 @@ describe('config.json between the Go driver and this one', { skip: goSkipReason(
     assert.deepEqual(goReads(saved).pr96, pr96, 'saved back unchanged, tag included');
   });
 
+  it('ours with the storage options: today’s Go driver drops them, one with them reads each, in our order', () => {
+    const values = defaultFlagValues();
+    values.set('harvester-kubeconfig-content', rancherKubeconfig());
+    values.set('harvester-network-name', 'default/vlan1');
+    values.set(
+      'harvester-disk-info',
+      JSON.stringify({
+        disks: [
+          {
+            imageName: 'default/image-abc12',
+            size: 40,
+            cache: 'none',
+            io: 'native',
+            dedicatedIOThread: true,
+          },
+          { storageClassName: 'longhorn', size: 5 },
+        ],
+      }),
+    );
+    values.set('harvester-block-multi-queue', true);
+    values.set('harvester-io-threads-policy', 'supplementalPool');
+    values.set('harvester-io-thread-count', '4294967295');
+    const json = serializeSavedConfig(
+      savedConfigFor(configFromFlags(values, newDriverConfig('io-pool1-abc12-x2v9q', '/store'))),
+    );
+    const { today, storage } = goReads(json) as ReturnType<typeof goReads> & {
+      storage: Record<string, unknown>;
+    };
+    const expected = without(json, 'HarvesterMachine');
+    assert.deepEqual(storage, expected);
+    assert.deepEqual(Object.keys(storage), Object.keys(expected), 'json.Marshal order');
+    assert.equal(storage.IOThreadCount, 4294967295, 'a uint32 holds the largest count');
+
+    assert.deepEqual(
+      Object.keys(today),
+      Object.keys(without(json, 'HarvesterMachine', 'BlockMultiQueue', 'IOThreadsPolicy', 'IOThreadCount')),
+    );
+    const disks = (today.DiskInfo as { disks: Array<Record<string, unknown>> }).disks;
+    assert.deepEqual(Object.keys(disks[0] ?? {}), [
+      'imageName',
+      'storageClassName',
+      'size',
+      'bootOrder',
+      'bus',
+      'type',
+      'hotPlugAble',
+    ]);
+    // And what such a Go driver writes loads here with the same options.
+    assert.deepEqual(
+      parseSavedConfig(JSON.stringify(storage)).driver.DiskInfo,
+      parseSavedConfig(json).driver.DiskInfo,
+    );
+  });
+
   it("today's Go driver writes a config.json that loads here with no devices", () => {
     const { today } = goReads('{"MachineName":"m1","SSHPort":22,"CPU":2}');
     const loaded = parseSavedConfig(JSON.stringify(today));

@@ -14,6 +14,11 @@ export interface Disk {
   cdrom?: DiskTarget;
   lun?: DiskTarget;
   bootOrder?: number;
+  /** Host page-cache mode: none, writethrough or writeback. */
+  cache?: string;
+  /** QEMU's I/O mode: native or threads. */
+  io?: string;
+  dedicatedIOThread?: boolean;
   [field: string]: unknown;
 }
 
@@ -37,6 +42,7 @@ export interface Devices {
   disks?: Disk[];
   interfaces?: Interface[];
   hostDevices?: HostDevice[];
+  blockMultiQueue?: boolean;
   tpm?: Record<string, never>;
   [field: string]: unknown;
 }
@@ -57,6 +63,8 @@ export interface DomainSpec {
   devices: Devices;
   features?: { smm?: { enabled?: boolean } };
   firmware?: { bootloader?: { efi?: { secureBoot?: boolean } } };
+  ioThreadsPolicy?: string;
+  ioThreads?: { supplementalPoolThreadCount?: number };
   [field: string]: unknown;
 }
 

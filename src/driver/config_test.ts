@@ -281,6 +281,9 @@ const MALFORMED: Array<[string, Record<string, FlagValue>, string]> = [
   ['cloud-config not a string', { 'cloud-config': 1 }, 'cloud-config'],
   ['password not a string', { 'ssh-password': 7 }, 'ssh-password'],
   ['private key path not a string', { 'ssh-private-key-path': 7 }, 'ssh-private-key-path'],
+  ['block multi-queue not a bool', { 'block-multi-queue': 'sometimes' }, 'block-multi-queue'],
+  ['io threads policy not one of the three', { 'io-threads-policy': 'dedicated' }, 'io-threads-policy'],
+  ['io thread count not a number', { 'io-thread-count': 'four' }, 'io-thread-count'],
 ];
 
 describe('configFromFlags: malformed values', () => {
@@ -652,5 +655,175 @@ describe('configFromFlags: what the Go driver saves', () => {
       configProblems({ ...cfg, CPU: 0, DiskSize: 'x' }).map((p) => p.flag),
       ['--harvester-cpu-count', '--harvester-disk-size'],
     );
+  });
+});
+
+// Every refused combination of the storage options: [what, flag overrides, the flag, the field named].
+const STORAGE_REFUSED: Array<[string, Record<string, FlagValue>, string, RegExp]> = [
+  [
+    'cache not a mode',
+    { 'disk-info': disk({ cache: 'unsafe' }) },
+    'disk-info',
+    /disks\[0\]\.cache "unsafe" is not a cache mode \(expected one of none, writethrough, writeback\)/,
+  ],
+  [
+    'io not a mode',
+    { 'disk-info': disk({ io: 'io_uring' }) },
+    'disk-info',
+    /disks\[0\]\.io "io_uring" is not an I\/O mode \(expected one of native, threads\)/,
+  ],
+  [
+    'io native with cache writeback',
+    { 'disk-info': disk({ io: 'native', cache: 'writeback' }) },
+    'disk-info',
+    /disks\[0\]\.io native needs cache none \(got cache writeback\)/,
+  ],
+  [
+    'io native without a cache',
+    { 'disk-info': disk({ io: 'native' }) },
+    'disk-info',
+    /disks\[0\]\.io native needs cache none \(got no cache\)/,
+  ],
+  [
+    'cache on a cd-rom',
+    {
+      'disk-info': JSON.stringify({
+        disks: [
+          { imageName: 'img', size: 10 },
+          { imageName: 'iso', size: 1, type: 'cd-rom', bus: 'sata', cache: 'none', io: 'threads' },
+        ],
+      }),
+    },
+    'disk-info',
+    /disks\[1\] is a cd-rom: cache, io are for disks only/,
+  ],
+  [
+    'dedicated thread on a cd-rom',
+    {
+      'disk-info': JSON.stringify({
+        disks: [
+          { imageName: 'img', size: 10 },
+          { imageName: 'iso', size: 1, type: 'cd-rom', dedicatedIOThread: true },
+        ],
+      }),
+    },
+    'disk-info',
+    /disks\[1\] is a cd-rom: dedicatedIOThread is for disks only/,
+  ],
+  [
+    'dedicated thread on sata (KubeVirt refuses)',
+    { 'disk-info': disk({ bus: 'sata', dedicatedIOThread: true }) },
+    'disk-info',
+    /disks\[0\]\.dedicatedIOThread needs bus virtio \(got sata\)/,
+  ],
+  [
+    'dedicated thread on scsi (KubeVirt refuses)',
+    { 'disk-info': disk({ bus: 'scsi', dedicatedIOThread: true }) },
+    'disk-info',
+    /disks\[0\]\.dedicatedIOThread needs bus virtio \(got scsi\)/,
+  ],
+  [
+    'dedicated thread not a bool',
+    { 'disk-info': disk({ dedicatedIOThread: 'yes' }) },
+    'disk-info',
+    /disks\[0\]\.dedicatedIOThread must be true or false/,
+  ],
+  [
+    'cache not a string',
+    { 'disk-info': disk({ cache: 1 }) },
+    'disk-info',
+    /disks\[0\]\.cache must be a string/,
+  ],
+  [
+    'policy not one of the three',
+    { 'io-threads-policy': 'isolated' },
+    'io-threads-policy',
+    /"isolated" is not a policy \(expected one of shared, auto, supplementalPool\)/,
+  ],
+  [
+    'a count with the shared policy',
+    { 'io-threads-policy': 'shared', 'io-thread-count': '4' },
+    'io-thread-count',
+    /is only for --harvester-io-threads-policy supplementalPool \(got policy shared\)/,
+  ],
+  [
+    'a count without a policy',
+    { 'io-thread-count': '2' },
+    'io-thread-count',
+    /is only for --harvester-io-threads-policy supplementalPool \(got no policy\)/,
+  ],
+  [
+    'a count above 2^32-1',
+    { 'io-threads-policy': 'supplementalPool', 'io-thread-count': '4294967296' },
+    'io-thread-count',
+    /must be a whole number from 0 to 4294967295 \(got 4294967296\)/,
+  ],
+  [
+    'a negative count',
+    { 'io-threads-policy': 'supplementalPool', 'io-thread-count': '-1' },
+    'io-thread-count',
+    /must be a whole number from 0 to 4294967295 \(got -1\)/,
+  ],
+  [
+    'supplementalPool with no count (KubeVirt refuses)',
+    { 'io-threads-policy': 'supplementalPool' },
+    'io-thread-count',
+    /must be at least 1 with --harvester-io-threads-policy supplementalPool/,
+  ],
+];
+
+describe('configFromFlags: storage options refused before anything is created, naming the field', () => {
+  for (const [what, overrides, flag, field] of STORAGE_REFUSED) {
+    it(`${what} → --harvester-${flag}`, () => {
+      const err = problemsOf(overrides);
+      const named = err.problems.filter((p) => p.flag === `--harvester-${flag}`);
+      assert.equal(named.length, 1, err.message);
+      assert.match(named[0]?.message ?? '', new RegExp(`^--harvester-${flag}: ${field.source}`));
+    });
+  }
+
+  it('every storage option has a refused case', () => {
+    const text = STORAGE_REFUSED.map(([, o]) => JSON.stringify(o)).join(' ');
+    for (const f of ['cache', 'io', 'dedicatedIOThread', 'io-threads-policy', 'io-thread-count']) {
+      assert.ok(text.includes(f), f);
+    }
+  });
+});
+
+describe('configFromFlags: storage options accepted', () => {
+  it('reads the three flags (the count as Rancher passes an int flag: a string) and the disk fields', () => {
+    const cfg = build({
+      'block-multi-queue': 'true',
+      'io-threads-policy': 'supplementalPool',
+      'io-thread-count': '4294967295',
+      'disk-info': JSON.stringify({
+        disks: [
+          { imageName: 'img', size: 10, cache: 'none', io: 'native', dedicatedIOThread: true },
+          { storageClassName: 'longhorn', size: 5, cache: 'writeback', io: 'threads' },
+          { imageName: 'iso', size: 1, type: 'cd-rom' },
+        ],
+      }),
+    });
+    assert.equal(cfg.BlockMultiQueue, true);
+    assert.equal(cfg.IOThreadsPolicy, 'supplementalPool');
+    assert.equal(cfg.IOThreadCount, 4294967295);
+    const [first, second, third] = cfg.DiskInfo?.disks ?? [];
+    assert.deepEqual([first?.cache, first?.io, first?.dedicatedIOThread], ['none', 'native', true]);
+    assert.deepEqual(
+      [second?.cache, second?.io, second?.dedicatedIOThread],
+      ['writeback', 'threads', undefined],
+    );
+    assert.deepEqual([third?.cache, third?.io, third?.dedicatedIOThread], [undefined, undefined, undefined]);
+  });
+
+  it('leaves them unset by default', () => {
+    const cfg = build();
+    assert.deepEqual([cfg.BlockMultiQueue, cfg.IOThreadsPolicy, cfg.IOThreadCount], [false, '', 0]);
+  });
+
+  it('takes a dedicated thread without a policy (the VM gets shared)', () => {
+    const cfg = build({ 'disk-info': disk({ dedicatedIOThread: true }) });
+    assert.equal(cfg.IOThreadsPolicy, '');
+    assert.equal(cfg.DiskInfo?.disks[0]?.dedicatedIOThread, true);
   });
 });

@@ -204,6 +204,31 @@ export const FLAGS = {
       "annotations for the machine's VM and its pod: key=value,key2=value2 or a JSON object (for values with commas)",
     ),
   ),
+  // The storage options of harvester#11550, named after the fields of Rancher's Harvester
+  // machine-pool form (blockMultiQueue, ioThreadsPolicy, ioThreadCount) the way Rancher names
+  // a field after a flag (docs/upstream/rancher.md#machine-config-fields-from-driver-flags);
+  // the per-disk options are fields of --harvester-disk-info.
+  blockMultiQueue: ours(
+    bool(
+      'harvester-block-multi-queue',
+      'HARVESTER_BLOCK_MULTI_QUEUE',
+      'enable virtio multi-queue for the block devices of the machine (one queue per vCPU)',
+    ),
+  ),
+  ioThreadsPolicy: ours(
+    str(
+      'harvester-io-threads-policy',
+      'HARVESTER_IO_THREADS_POLICY',
+      "I/O threads of the machine's disks: shared, auto or supplementalPool (default: none, or shared when a disk of --harvester-disk-info asks for a dedicatedIOThread)",
+    ),
+  ),
+  ioThreadCount: ours(
+    int(
+      'harvester-io-thread-count',
+      'HARVESTER_IO_THREAD_COUNT',
+      'number of I/O threads in the pool of the supplementalPool policy (1 to 4294967295; only with --harvester-io-threads-policy supplementalPool)',
+    ),
+  ),
 } as const satisfies Record<string, FlagSpec>;
 
 export type FlagKey = keyof typeof FLAGS;

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createFlags, FLAG_TABLE, flagByName, FLAGS } from './flags.js';
@@ -117,6 +118,9 @@ describe('flag table', () => {
         ['harvester-ip-pool-info', 'HARVESTER_IP_POOL_INFO', 'string', ''],
         ['harvester-vm-labels', 'HARVESTER_VM_LABELS', 'string', ''],
         ['harvester-vm-annotations', 'HARVESTER_VM_ANNOTATIONS', 'string', ''],
+        ['harvester-block-multi-queue', 'HARVESTER_BLOCK_MULTI_QUEUE', 'bool', false],
+        ['harvester-io-threads-policy', 'HARVESTER_IO_THREADS_POLICY', 'string', ''],
+        ['harvester-io-thread-count', 'HARVESTER_IO_THREAD_COUNT', 'int', 0],
       ],
     );
   });
@@ -159,5 +163,30 @@ describe('flag table', () => {
     assert.equal(flagByName('--harvester-disk-info'), FLAGS.diskInfo);
     assert.equal(flagByName('harvester-disk-info'), FLAGS.diskInfo);
     assert.equal(flagByName('harvester-nope'), undefined);
+  });
+});
+
+describe('README: the flags beyond the Go driver’s', () => {
+  const readme = fs.readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('### Flags beyond the Go driver'));
+  const ours = FLAG_TABLE.filter((f) => f.origin === 'harvester-machine');
+
+  it('lists every flag of ours in its table, and no other', () => {
+    const rows = [
+      ...section.slice(0, section.indexOf('\n### ')).matchAll(/^\| `--(harvester-[a-z-]+)` \|/gm),
+    ].map((m) => m[1]);
+    assert.deepEqual(
+      rows,
+      ours.map((f) => f.name),
+    );
+  });
+
+  it('gives the counts of the table', () => {
+    const go = FLAG_TABLE.length - ours.length;
+    assert.match(section, new RegExp(`The Go driver's ${go} flags`));
+    assert.match(
+      section,
+      new RegExp(`${ours.length} flags of ours after the Go driver's ${go}, ${FLAG_TABLE.length} in all`),
+    );
   });
 });

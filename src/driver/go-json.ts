@@ -73,6 +73,10 @@ const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
   ['CPUPinning', 'bool'],
   ['IsolateEmulatorThread', 'bool'],
   ['EnableTPM', 'bool'],
+  // harvester#11550's storage options: not in today's Go driver (docs/upstream/go-driver.md#storage-options).
+  ['BlockMultiQueue', 'bool'],
+  ['IOThreadsPolicy', 'string'],
+  ['IOThreadCount', 'int'],
   ['HarvesterMachine', 'options'],
 ];
 
@@ -82,6 +86,15 @@ const FIELDS: ReadonlyArray<readonly [keyof DriverConfig, FieldKind]> = [
  * driver with #96 reads a missing key as nil, as it would read its own null.
  */
 const OMITTED_WHEN_NULL: ReadonlySet<keyof DriverConfig> = new Set(['HostDeviceInfo']);
+/**
+ * The storage options, likewise: written only when set, so a machine without them has the
+ * Go driver's config.json; a Go driver with them reads a missing key as its zero value.
+ */
+const OMITTED_WHEN_ZERO: ReadonlyMap<keyof DriverConfig, unknown> = new Map<keyof DriverConfig, unknown>([
+  ['BlockMultiQueue', false],
+  ['IOThreadsPolicy', ''],
+  ['IOThreadCount', 0],
+]);
 
 const EXACT = new Map(FIELDS.map(([name, kind]) => [name as string, { name, kind }]));
 const FOLDED = new Map(FIELDS.map(([name, kind]) => [name.toLowerCase(), { name, kind }]));
@@ -188,6 +201,10 @@ function renderObject(kind: FieldKind, value: unknown): string {
           bus: d.bus,
           type: d.type,
           hotPlugAble: d.hotPlugAble,
+          // The storage options: omitempty, as Rancher's form leaves them out while unset.
+          ...(d.cache ? { cache: d.cache } : {}),
+          ...(d.io ? { io: d.io } : {}),
+          ...(d.dedicatedIOThread ? { dedicatedIOThread: true } : {}),
         })),
       });
     case 'networkInfo':
@@ -381,6 +398,7 @@ export function serializeSavedConfig(saved: SavedConfig): string {
   for (const [name, kind] of FIELDS) {
     const value = saved.driver[name];
     if (OMITTED_WHEN_NULL.has(name) && value === null) continue;
+    if (OMITTED_WHEN_ZERO.has(name) && value === OMITTED_WHEN_ZERO.get(name)) continue;
     let rendered: string;
     if (kind === 'string' || kind === 'int' || kind === 'bool') {
       rendered = goJson(value);

@@ -75,6 +75,62 @@ describe('config.json driver object', () => {
     );
   });
 
+  it('writes the storage options only when set: after EnableTPM, and per disk after hotPlugAble', () => {
+    const driver = {
+      ...newDriverConfig('m1', '/store'),
+      BlockMultiQueue: true,
+      IOThreadsPolicy: 'supplementalPool',
+      IOThreadCount: 4,
+      DiskInfo: {
+        disks: [
+          {
+            imageName: 'default/img',
+            storageClassName: '',
+            size: 40,
+            bootOrder: 1,
+            bus: 'virtio',
+            type: 'disk',
+            hotPlugAble: false,
+            cache: 'none',
+            io: 'native',
+            dedicatedIOThread: true,
+          },
+          {
+            imageName: '',
+            storageClassName: 'sc',
+            size: 5,
+            bootOrder: 0,
+            bus: '',
+            type: '',
+            hotPlugAble: false,
+          },
+        ],
+      },
+    };
+    const json = serializeSavedConfig(savedConfigFor(driver));
+    assert.ok(
+      json.includes(
+        '"DiskInfo":{"disks":[{"imageName":"default/img","storageClassName":"","size":40,"bootOrder":1,"bus":"virtio","type":"disk","hotPlugAble":false,"cache":"none","io":"native","dedicatedIOThread":true},' +
+          '{"imageName":"","storageClassName":"sc","size":5,"bootOrder":0,"bus":"","type":"","hotPlugAble":false}]}',
+      ),
+      json,
+    );
+    assert.ok(
+      json.includes(
+        `"EnableTPM":false,"BlockMultiQueue":true,"IOThreadsPolicy":"supplementalPool","IOThreadCount":4,${OUR_DEFAULTS}`,
+      ),
+      json,
+    );
+    const back = parseSavedConfig(json).driver;
+    assert.deepEqual(
+      [back.BlockMultiQueue, back.IOThreadsPolicy, back.IOThreadCount, back.DiskInfo],
+      [true, 'supplementalPool', 4, driver.DiskInfo],
+    );
+    // Keys as any case, as json.Unmarshal matches them.
+    const folded = parseSavedConfig(json.replace('"IOThreadCount"', '"iothreadcount"')).driver;
+    assert.equal(folded.IOThreadCount, 4);
+  });
+
   it('escapes as Go does: < > & and U+2028 as \\u sequences', () => {
     const driver = { ...newDriverConfig(), UserData: 'a <b> & c\u2028' };
     const json = serializeSavedConfig(savedConfigFor(driver));

@@ -9,6 +9,7 @@
 import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from './go-config.js';
 import { jsonProblem } from '../common/parse-problems.js';
 import { goField } from './go-json-decode.js';
+import { diskStorageProblems } from './storage-options.js';
 
 export const DISK_BUSES = ['virtio', 'sata', 'scsi', 'usb'] as const;
 /** Harvester's builder makes a CD-ROM of "cd-rom" and a disk of every other type. */
@@ -113,15 +114,25 @@ export function parseDiskInfo(text: string): Parsed<GoDiskInfo> {
   if (!parsed.value) return { problems: parsed.problems };
   const problems: string[] = [];
   const items = list(parsed.value, 'disks', '{"disks":[{"imageName":"…","size":40}]}', problems);
-  const disks = entries(items, 'disks', problems).map(([where, d]) => ({
-    imageName: field(d, 'imageName', 'string', where, problems) as string,
-    storageClassName: field(d, 'storageClassName', 'string', where, problems) as string,
-    size: field(d, 'size', 'int', where, problems) as number,
-    bootOrder: field(d, 'bootOrder', 'uint', where, problems) as number,
-    bus: field(d, 'bus', 'string', where, problems) as string,
-    type: field(d, 'type', 'string', where, problems) as string,
-    hotPlugAble: field(d, 'hotPlugAble', 'bool', where, problems) as boolean,
-  }));
+  const disks = entries(items, 'disks', problems).map(([where, d]) => {
+    const disk: GoDiskInfo['disks'][number] = {
+      imageName: field(d, 'imageName', 'string', where, problems) as string,
+      storageClassName: field(d, 'storageClassName', 'string', where, problems) as string,
+      size: field(d, 'size', 'int', where, problems) as number,
+      bootOrder: field(d, 'bootOrder', 'uint', where, problems) as number,
+      bus: field(d, 'bus', 'string', where, problems) as string,
+      type: field(d, 'type', 'string', where, problems) as string,
+      hotPlugAble: field(d, 'hotPlugAble', 'bool', where, problems) as boolean,
+    };
+    // The storage options: kept only when set, so a disk without them stays as Go writes it.
+    const cache = field(d, 'cache', 'string', where, problems) as string;
+    const io = field(d, 'io', 'string', where, problems) as string;
+    const dedicated = field(d, 'dedicatedIOThread', 'bool', where, problems) as boolean;
+    if (cache !== '') disk.cache = cache;
+    if (io !== '') disk.io = io;
+    if (dedicated) disk.dedicatedIOThread = true;
+    return disk;
+  });
   return problems.length > 0 ? { problems } : { value: { disks }, problems };
 }
 
@@ -178,6 +189,7 @@ export function diskInfoProblems(info: GoDiskInfo): string[] {
     if (d.type === 'cd-rom' && d.bus === 'virtio') {
       problems.push(`${where} is a cd-rom on bus virtio, which KubeVirt rejects (use sata or scsi)`);
     }
+    problems.push(...diskStorageProblems(d, where));
     if (d.bootOrder > 0) {
       const other = bootOrders.get(d.bootOrder);
       if (other !== undefined)

@@ -11,6 +11,14 @@ export interface GoDiskInfo {
     bus: string;
     type: string;
     hotPlugAble: boolean;
+    /**
+     * The storage options (harvester#11550): KubeVirt's disk fields under the names Rancher's
+     * machine-pool form gives them. Absent while unset, so a disk without them is written as
+     * the Go driver of today writes it.
+     */
+    cache?: string;
+    io?: string;
+    dedicatedIOThread?: boolean;
   }>;
 }
 
@@ -80,6 +88,14 @@ export interface GoHarvesterFields {
   CPUPinning: boolean;
   IsolateEmulatorThread: boolean;
   EnableTPM: boolean;
+  /**
+   * The storage options of harvester#11550, named as Rancher's form names the fields and as
+   * the Go driver names its fields after its flags (docs/upstream/go-driver.md#storage-options).
+   * Not in today's Go driver: left out of config.json while at their zero values.
+   */
+  BlockMultiQueue: boolean;
+  IOThreadsPolicy: string;
+  IOThreadCount: number;
 }
 
 export type GoDriverConfig = GoBaseDriver & GoHarvesterFields;
@@ -131,5 +147,8 @@ export function newGoDriverConfig(machineName = '', storePath = ''): GoDriverCon
     CPUPinning: false,
     IsolateEmulatorThread: false,
     EnableTPM: false,
+    BlockMultiQueue: false,
+    IOThreadsPolicy: '',
+    IOThreadCount: 0,
   };
 }

@@ -7,6 +7,7 @@ import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from './go-config.js';
 import { assembleUserData, placeCloudInit } from './cloud-init.js';
 import { DEFAULT_DISK_BUS, DEFAULT_NETWORK_MODEL, vgpuDeviceNames } from './disk-network-info.js';
 import { hostDeviceEntries } from './host-devices.js';
+import { applyIoThreadOptions, diskStorageFields } from './storage-options.js';
 import {
   ANNOTATION_IMAGE_ID,
   ANNOTATION_RESERVED_MEMORY,
@@ -86,6 +87,8 @@ export interface BuiltVirtualMachine {
 /** One disk as the Go driver's addDisk sees it, after defaults. */
 interface DiskRequest {
   name: string;
+  /** cache, io, dedicatedIOThread: only those set. */
+  storage: ReturnType<typeof diskStorageFields>;
   imageName: string;
   storageClassName: string;
   sizeGi: number;
@@ -114,6 +117,7 @@ function diskRequests(cfg: GoDriverConfig): DiskRequest[] {
     bus: d.bus || (d.type === 'cd-rom' ? 'sata' : DEFAULT_DISK_BUS),
     type: d.type || 'disk',
     hotPlugAble: d.hotPlugAble,
+    storage: diskStorageFields(d),
   });
   if (cfg.DiskInfo) return cfg.DiskInfo.disks.map((d, i) => withDefaults(d, diskName(i)));
   if (!/^\d+$/.test(cfg.DiskSize))
@@ -214,6 +218,7 @@ function diskParts(cfg: GoDriverConfig, ctx: VmBuildContext): DiskParts {
     if (d.type === 'cd-rom') disk.cdrom = { bus: d.bus };
     else disk.disk = { bus: d.bus };
     if (d.bootOrder > 0) disk.bootOrder = d.bootOrder;
+    Object.assign(disk, d.storage);
     parts.disks.push(disk);
 
     const claimName = pvcName(cfg.MachineName, d.name, ctx.random());
@@ -340,7 +345,7 @@ export function buildVirtualMachine(cfg: GoDriverConfig, ctx: VmBuildContext): B
   return cloudInit.secret ? { vm, cloudInitSecret: cloudInit.secret } : { vm };
 }
 
-/** vGPU and host devices, TPM, EFI/secure boot, CPU pinning and model: the optional parts of the domain. */
+/** vGPU and host devices, TPM, EFI/secure boot, CPU pinning and model, I/O threads: the optional parts of the domain. */
 function applyDomainOptions(vm: VirtualMachine, cfg: GoDriverConfig): void {
   const domain = vm.spec.template.spec.domain;
   const cpu = domain.cpu ?? {};
@@ -367,4 +372,5 @@ function applyDomainOptions(vm: VirtualMachine, cfg: GoDriverConfig): void {
   if (cfg.IsolateEmulatorThread) cpu.isolateEmulatorThread = true;
   if (cfg.CPUModel !== '') cpu.model = cfg.CPUModel;
   domain.cpu = cpu;
+  applyIoThreadOptions(domain, cfg);
 }

@@ -132,6 +132,67 @@ type DriverPR96 struct {
 	harvesterTail
 }
 
+// StorageDisk is Disk with the storage options of harvester#11550 as harvester-machine saves
+// them (docs/upstream/go-driver.md#storage-options): KubeVirt's names, omitempty.
+type StorageDisk struct {
+	ImageName         string `json:"imageName"`
+	StorageClassName  string `json:"storageClassName"`
+	Size              int    `json:"size"`
+	BootOrder         uint   `json:"bootOrder"`
+	Bus               string `json:"bus"`
+	Type              string `json:"type"`
+	HotPlugAble       bool   `json:"hotPlugAble"`
+	Cache             string `json:"cache,omitempty"`
+	IO                string `json:"io,omitempty"`
+	DedicatedIOThread bool   `json:"dedicatedIOThread,omitempty"`
+}
+
+type StorageDiskInfo struct {
+	Disks []StorageDisk `json:"disks"`
+}
+
+// DriverStorage is a Go driver with #96 and the storage options: the disks with their
+// options, and three fields after EnableTPM, named after their flags (omitempty, as
+// harvester-machine leaves them out while unset).
+type DriverStorage struct {
+	*BaseDriver
+	KubeConfigContent    string
+	VMNamespace          string
+	VMAffinity           string
+	ClusterType          string
+	ClusterID            string
+	ClusterName          string
+	ServerVersion        string
+	CPU                  int
+	CPUModel             string
+	MemorySize           string
+	ReservedMemorySize   string
+	DiskSize             string
+	DiskBus              string
+	ImageName            string
+	DiskInfo             *StorageDiskInfo
+	KeyPairName          string
+	SSHPrivateKeyPath    string
+	SSHPublicKey         string
+	SSHPassword          string
+	AddUserToDockerGroup bool
+	NetworkType          string
+	NetworkName          string
+	NetworkModel         string
+	NetworkInfo          *NetworkInfo
+	CloudConfig          string
+	UserData             string
+	NetworkData          string
+	EnableEFI            bool
+	EnableSecureBoot     bool
+	VGPUInfo             *VGPUInfo
+	HostDeviceInfo       *HostDeviceInfo `json:",omitempty"`
+	harvesterTail
+	BlockMultiQueue bool   `json:",omitempty"`
+	IOThreadsPolicy string `json:",omitempty"`
+	IOThreadCount   uint32 `json:",omitempty"`
+}
+
 func main() {
 	in, err := io.ReadAll(os.Stdin)
 	if err != nil {
@@ -145,7 +206,11 @@ func main() {
 	if err := json.Unmarshal(in, &pr96); err != nil {
 		fail("the Go driver with #96 cannot load it: %v", err)
 	}
-	out, err := json.Marshal(map[string]any{"today": today, "pr96": pr96})
+	storage := DriverStorage{BaseDriver: &BaseDriver{}}
+	if err := json.Unmarshal(in, &storage); err != nil {
+		fail("a Go driver with the storage options cannot load it: %v", err)
+	}
+	out, err := json.Marshal(map[string]any{"today": today, "pr96": pr96, "storage": storage})
 	if err != nil {
 		fail("marshal: %v", err)
 	}

@@ -13,6 +13,7 @@ import {
 } from '../../harvester/disk-network-info.js';
 import type { GoDriverConfig } from '../../harvester/go-config.js';
 import { hostDeviceInfoProblems } from '../../harvester/host-devices.js';
+import { ioThreadProblems } from '../../harvester/storage-options.js';
 import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
 import { fixedNetworkProblems } from './fixed-address-checks.js';
 import { vmAnnotationProblems, vmLabelProblems } from '../../harvester/user-metadata.js';
@@ -255,6 +256,7 @@ export function configProblems(
   checkAccess(cfg, problems, trust);
   checkResources(cfg, problems);
   checkDisks(cfg, problems, unparsed);
+  for (const p of ioThreadProblems(cfg)) problems.add(FLAGS[p.field], p.phrase);
   checkNetworks(cfg, problems, unparsed);
   checkCloudInit(cfg, problems);
   checkTimeouts(cfg, problems);

@@ -150,6 +150,9 @@ export function configFromFlags(
   cfg.CPUPinning = read.bool(FLAGS.cpuPinning);
   cfg.IsolateEmulatorThread = read.bool(FLAGS.isolateEmulatorThread);
   cfg.EnableTPM = read.bool(FLAGS.enableTpm);
+  cfg.BlockMultiQueue = read.bool(FLAGS.blockMultiQueue);
+  cfg.IOThreadsPolicy = read.string(FLAGS.ioThreadsPolicy).trim();
+  cfg.IOThreadCount = read.int(FLAGS.ioThreadCount);
 
   const ipPoolText = decodeBase64OrPlain(read.string(FLAGS.ipPoolInfo));
   const ipPool = ipPoolText.trim() !== '' ? parseIpPoolInfo(ipPoolText) : undefined;
