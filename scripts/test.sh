@@ -7,6 +7,7 @@ start=$(date +%s)
 bash scripts/setup.sh
 
 npx eslint --max-warnings=0 . || { echo "test: lint failed (see above)" >&2; exit 1; }
+npm run --silent lint:cycles >/dev/null || { npm run --silent lint:cycles; echo "test: an import circle in src/ (see above)" >&2; exit 1; }
 
 mapfile -t files < <(find dist -name '*_test.js' -not -path '*/node_modules/*' | sort)
 suite_start=$(date +%s)

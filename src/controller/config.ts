@@ -5,7 +5,8 @@ import { DurationError, parseDuration as parseGoDuration } from '../common/durat
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
 import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
-import type { GuestVolumesMode } from './volume-ownership.js';
+/** When the controller reads guest clusters' volumes: always (a watch), only at a cluster's deletion, or never. */
+export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
 
 const GUEST_VOLUMES_MODES: readonly GuestVolumesMode[] = ['watch', 'at-deletion', 'off'];
 

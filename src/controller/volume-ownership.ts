@@ -33,11 +33,11 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RancherCaches } from './caches.js';
 import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure } from './cluster-targets.js';
 import type { EventRecorder } from './events.js';
+import type { GuestVolumesMode } from './config.js';
 import type { HarvesterClients } from './harvester-access.js';
 import type { GuestWatches, GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
 
-export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
 
 export const OwnershipReasons = {
   recorded: 'GuestVolumesRecorded',
