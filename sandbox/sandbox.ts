@@ -39,6 +39,7 @@ import {
 } from './sandbox-seeds.js';
 import { discoverSandboxDevices } from './standins/harvester/device-discovery.js';
 import { startStandIns, type StandInOptions, type StandIns } from './standins/index.js';
+import { ensureDefaultStorageClass } from './standins/storage/longhorn.js';
 import { recordSecret } from './secret-ledger.js';
 
 const DAY = 24 * 3_600_000;
@@ -196,6 +197,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const ssh = sandboxSshKey();
     recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
     await seedDriverRoles(harvester.admin);
+    // The chart's default StorageClass exists before anyone makes an image: Harvester's image
+    // mutator refuses an image while no StorageClass is the default.
+    await ensureDefaultStorageClass(harvester.admin);
     await seedHarvester(harvester.admin, ssh.publicKey);
     await discoverSandboxDevices(harvester.admin);
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });

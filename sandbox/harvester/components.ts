@@ -31,6 +31,7 @@ import { serviceAccountToken } from '../control-plane/service-account-token.js';
 import { freePort } from '../control-plane/ports.js';
 import { startProcess, type ManagedProcess } from '../control-plane/processes.js';
 import { createOrReplace, installEstablished } from '../crds/install.js';
+import { installKubeVirtCr } from '../kubevirt/kubevirt-cr.js';
 import { ensureHarvesterBuild, type HarvesterBuild } from './binaries.js';
 import {
   HARVESTER_NAMESPACE,
@@ -101,13 +102,16 @@ const KUBEVIRT_CRD_FILE = /^crd-kubevirt-/;
  * webhook caches and nothing here publishes as a file: minimal definitions (group, version, kind,
  * plural, scope; fields kept as sent), as docs/upstream/harvester-own.md#what-it-needs-to-start lists.
  */
-const MINIMAL_CRDS: Array<{
+interface MinimalCrd {
   group: string;
   version: string;
   kind: string;
   plural: string;
   namespaced: boolean;
-}> = [
+}
+
+const MINIMAL_CRDS: MinimalCrd[] = [
+  // Rancher's (its management and catalog types; Rancher builds these CRDs in Go).
   {
     group: 'management.cattle.io',
     version: 'v3',
@@ -115,9 +119,43 @@ const MINIMAL_CRDS: Array<{
     plural: 'managedcharts',
     namespaced: true,
   },
+  { group: 'catalog.cattle.io', version: 'v1', kind: 'App', plural: 'apps', namespaced: true },
+  {
+    group: 'catalog.cattle.io',
+    version: 'v1',
+    kind: 'ClusterRepo',
+    plural: 'clusterrepos',
+    namespaced: false,
+  },
+  // RKE2's helm-controller.
+  { group: 'helm.cattle.io', version: 'v1', kind: 'HelmChart', plural: 'helmcharts', namespaced: true },
+  {
+    group: 'helm.cattle.io',
+    version: 'v1',
+    kind: 'HelmChartConfig',
+    plural: 'helmchartconfigs',
+    namespaced: true,
+  },
+  // CDI (its operator builds these CRDs in Go); not run here. Once the DataVolume CRD exists,
+  // KubeVirt's virt-controller also waits for DataSource and CDIConfig to list: all or none.
+  { group: 'cdi.kubevirt.io', version: 'v1beta1', kind: 'CDI', plural: 'cdis', namespaced: false },
+  {
+    group: 'cdi.kubevirt.io',
+    version: 'v1beta1',
+    kind: 'StorageProfile',
+    plural: 'storageprofiles',
+    namespaced: false,
+  },
+  {
+    group: 'cdi.kubevirt.io',
+    version: 'v1beta1',
+    kind: 'DataVolume',
+    plural: 'datavolumes',
+    namespaced: true,
+  },
 ];
 
-export function minimalCrd(d: (typeof MINIMAL_CRDS)[number]): KubeObject {
+export function minimalCrd(d: MinimalCrd): KubeObject {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -218,6 +256,10 @@ export class HarvesterComponents {
     const readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
     const dir = await fsp.mkdtemp(path.join(cp.dir, 'harvester-'));
     await installChartObjects(cp.admin);
+    // Harvester reads the KubeVirt CR at harvester-system/kubevirt (its VM mutator refuses every
+    // VM without it); KubeVirt's components here read theirs in `kubevirt` (sandbox/kubevirt): a
+    // second copy, which Harvester's kubevirt controller may change without KubeVirt seeing it.
+    await installKubeVirtCr(cp.admin, HARVESTER_NAMESPACE);
 
     // What a pod of the chart has mounted, its service account's token and the cluster's CA, as
     // files: the webhook reads both files its REST config names (pkg/webhook/server/validation.go,
