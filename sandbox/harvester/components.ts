@@ -153,6 +153,20 @@ const MINIMAL_CRDS: MinimalCrd[] = [
     plural: 'datavolumes',
     namespaced: true,
   },
+  {
+    group: 'cdi.kubevirt.io',
+    version: 'v1beta1',
+    kind: 'DataSource',
+    plural: 'datasources',
+    namespaced: true,
+  },
+  {
+    group: 'cdi.kubevirt.io',
+    version: 'v1beta1',
+    kind: 'CDIConfig',
+    plural: 'cdiconfigs',
+    namespaced: false,
+  },
 ];
 
 export function minimalCrd(d: MinimalCrd): KubeObject {
