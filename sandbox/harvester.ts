@@ -1,27 +1,40 @@
 // Harvester's control plane: a real kube-apiserver, kube-controller-manager and (with KubeVirt)
 // kube-scheduler, Harvester's resource definitions, and KubeVirt's own virt-api and
-// virt-controller (sandbox/kubevirt) with their CRDs in place of the sandbox's reduced ones. The
-// stand-ins (sandbox/standins) are started on top by the caller.
+// virt-controller (sandbox/kubevirt) with their CRDs in place of the sandbox's reduced ones, and,
+// with `ownHarvester`, Harvester v1.8.0's own `webhook` and `harvester` (sandbox/harvester) with
+// Harvester's own CRDs in place of the sandbox's reduced harvesterhci.io ones. The stand-ins
+// (sandbox/standins) are started on top by the caller.
 import type { KubeClient } from '../src/kube/client.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { issueCert } from './control-plane/pki.js';
 import { installCrds } from './crds/install.js';
 import type { WebhookServing } from './standins/index.js';
 import { KubeVirt } from './kubevirt/kubevirt.js';
+import { HarvesterComponents } from './harvester/components.js';
 
 /** The sandbox's reduced kubevirt.io CRDs: left out where KubeVirt's own are installed. */
 const OWN_KUBEVIRT_GROUP = 'kubevirt.io';
+/** The sandbox's reduced harvesterhci.io CRDs: left out where Harvester's own run. */
+const OWN_HARVESTER_GROUP = 'harvesterhci.io';
 
 export interface HarvesterOptions {
   name?: string;
   /** Runs KubeVirt's virt-api and virt-controller, and kube-scheduler (default true). */
   kubevirt?: boolean;
+  /**
+   * Runs Harvester v1.8.0's own `webhook` and `harvester` processes (sandbox/harvester), its CRDs
+   * in place of the sandbox's reduced ones (default false). The stand-ins they replace are then
+   * switched off by the caller (StandInOptions.ownHarvester).
+   */
+  ownHarvester?: boolean;
 }
 
 export interface HarvesterControlPlane {
   cp: ControlPlane;
   /** With HarvesterOptions.kubevirt: the running components. */
   kubevirt: KubeVirt | undefined;
+  /** With HarvesterOptions.ownHarvester: Harvester's own running processes. */
+  components: HarvesterComponents | undefined;
   /** For the stand-ins' virt-handler (StandInOptions.virtHandlerClient). */
   virtHandlerClient: KubeClient | undefined;
   /** For the stand-ins' Harvester PVC webhook (StandInOptions.harvesterWebhook): served on 127.0.0.1. */
@@ -32,19 +45,23 @@ export interface HarvesterControlPlane {
 
 export async function startHarvester(opts: HarvesterOptions = {}): Promise<HarvesterControlPlane> {
   const kubevirt = opts.kubevirt === false ? undefined : await KubeVirt.prepare();
+  const components = opts.ownHarvester ? await HarvesterComponents.prepare() : undefined;
+  const without = [...(kubevirt ? [OWN_KUBEVIRT_GROUP] : []), ...(components ? [OWN_HARVESTER_GROUP] : [])];
   // CRDs go in before kube-controller-manager starts, so its garbage collector knows them.
   const cp = await startControlPlane({
     name: opts.name ?? 'harvester',
     scheduler: kubevirt !== undefined,
     beforeControllerManager: async (admin) => {
       await Promise.all([
-        installCrds(admin, 'harvester', 30_000, kubevirt ? { without: [OWN_KUBEVIRT_GROUP] } : {}),
+        installCrds(admin, 'harvester', 30_000, { without }),
         kubevirt?.installCrds(admin),
+        components?.installCrds(admin),
       ]);
     },
   });
   try {
     await kubevirt?.start(cp);
+    await components?.start(cp);
     const virtHandlerClient = await kubevirt?.virtHandlerClient(cp);
     // After KubeVirt's: openssl keeps the CA's serial number in one file.
     const webhookCert = await issueCert(
@@ -56,14 +73,17 @@ export async function startHarvester(opts: HarvesterOptions = {}): Promise<Harve
     return {
       cp,
       kubevirt,
+      components,
       virtHandlerClient,
       webhookServing: { certPem: webhookCert.certPem, keyPem: webhookCert.keyPem, caPem: cp.pki.caPem },
       stop: async () => {
+        await components?.stop(cp.admin);
         await kubevirt?.stop(cp.admin);
         await cp.stop();
       },
     };
   } catch (err) {
+    await components?.stop(cp.admin);
     await kubevirt?.stop(cp.admin);
     await cp.stop();
     throw err;

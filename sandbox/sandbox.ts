@@ -15,6 +15,7 @@ import { createTokenUser, setTokenExpiry, tokenKubeconfig, type TokenUser } from
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { OWN_CAPI_GROUP, installCrds } from './crds/install.js';
 import { startHarvester } from './harvester.js';
+import type { HarvesterComponents } from './harvester/components.js';
 import type { KubeVirt } from './kubevirt/kubevirt.js';
 import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
 import { authorize, type Attributes } from './proxy/identity.js';
@@ -38,6 +39,7 @@ import {
 } from './sandbox-seeds.js';
 import { discoverSandboxDevices } from './standins/harvester/device-discovery.js';
 import { startStandIns, type StandInOptions, type StandIns } from './standins/index.js';
+import { ensureDefaultStorageClass } from './standins/storage/longhorn.js';
 import { recordSecret } from './secret-ledger.js';
 
 const DAY = 24 * 3_600_000;
@@ -77,6 +79,11 @@ export interface SandboxOptions {
    * plane, with the node stand-in (default true). Off: no VM ever runs (files that make none).
    */
   kubevirt?: boolean;
+  /**
+   * Runs Harvester v1.8.0's own `webhook` and `harvester` (sandbox/harvester) in place of the
+   * stand-ins they replace (default false).
+   */
+  ownHarvester?: boolean;
   logger?: Logger;
 }
 
@@ -98,6 +105,8 @@ export interface Sandbox {
   standIns: StandIns;
   /** KubeVirt's running components (undefined with SandboxOptions.kubevirt false). */
   kubevirt: KubeVirt | undefined;
+  /** With SandboxOptions.ownHarvester: Harvester's own running processes. */
+  harvesterComponents: HarvesterComponents | undefined;
   /** With SandboxOptions.clusterApi: the running manager. */
   clusterApi: ClusterApi | undefined;
   proxy: FrontProxy;
@@ -158,9 +167,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     // Both are waited for even when one fails, so the other is stopped too, not left running.
     // KubeVirt starts on Harvester's side while Cluster API starts on Rancher's.
     const [harvesterStart, rancherStart] = await Promise.allSettled([
-      startHarvester({ name: 'harvester', kubevirt: opts.kubevirt !== false }).then(
-        (h) => (stops.push(() => h.stop()), h),
-      ),
+      startHarvester({
+        name: 'harvester',
+        kubevirt: opts.kubevirt !== false,
+        ownHarvester: opts.ownHarvester === true,
+      }).then((h) => (stops.push(() => h.stop()), h)),
       startControlPlane({
         name: 'rancher',
         beforeControllerManager: async (admin, pki) => {
@@ -186,6 +197,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const ssh = sandboxSshKey();
     recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
     await seedDriverRoles(harvester.admin);
+    // The chart's default StorageClass exists before anyone makes an image: Harvester's image
+    // mutator refuses an image while no StorageClass is the default.
+    await ensureDefaultStorageClass(harvester.admin);
     await seedHarvester(harvester.admin, ssh.publicKey);
     await discoverSandboxDevices(harvester.admin);
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });
@@ -195,6 +209,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       ...opts.standIns,
       ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
       harvesterWebhook: harvesterPlane.webhookServing,
+      ownHarvester: opts.ownHarvester === true,
       logger,
     });
     stops.push(() => standIns.stop());
@@ -281,6 +296,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       rancher,
       standIns,
       kubevirt: harvesterPlane.kubevirt,
+      harvesterComponents: harvesterPlane.components,
       clusterApi,
       proxy,
       clusterId,

@@ -2,7 +2,8 @@
 # Sets up everything the tests, the sandbox and the walkthrough need, on a fresh machine:
 # npm packages (from the lockfile), Debian's etcd-server, openssl, squid and microsocks, kube-apiserver,
 # kube-controller-manager and kube-scheduler, Cluster API's controller-manager (sandbox/capi) and
-# KubeVirt's virt-api and virt-controller (sandbox/kubevirt), built from the Go module proxy
+# KubeVirt's virt-api and virt-controller (sandbox/kubevirt) and Harvester's own harvester and
+# webhook (sandbox/harvester), built from the Go module proxy
 # (cached outside the repo), and the compiled TypeScript. Idempotent: a second
 # run reuses everything and takes seconds.
 set -euo pipefail
@@ -62,6 +63,12 @@ echo "cluster-api build: $(elapsed "$t") s (${capi_dirs% })"
 t=$(seconds)
 kubevirt_dir="$(bash sandbox/kubevirt/build-kubevirt.sh | cut -d' ' -f2)"
 echo "kubevirt build: $(elapsed "$t") s ($kubevirt_dir)"
+
+# Harvester v1.8.0's own harvester and webhook (sandbox/harvester): cold about 10 minutes on
+# 2 shared cores, cached by Harvester and Go version.
+t=$(seconds)
+harvester_dir="$(bash sandbox/harvester/build-harvester.sh | cut -d' ' -f2)"
+echo "harvester build: $(elapsed "$t") s ($harvester_dir)"
 
 t=$(seconds)
 kubectl_path="$(bash scripts/setup-kubectl.sh)"

@@ -21,13 +21,13 @@ export const HARVESTER_FEATURE_GATES = [
   'HostDevices',
 ] as const;
 
-export function harvesterKubeVirt(): KubeVirtCr {
+export function harvesterKubeVirt(namespace: string = KUBEVIRT_NAMESPACE): KubeVirtCr {
   return {
     apiVersion: 'kubevirt.io/v1',
     kind: 'KubeVirt',
     metadata: {
       name: KUBEVIRT_CR,
-      namespace: KUBEVIRT_NAMESPACE,
+      namespace,
       labels: { 'app.kubernetes.io/name': 'kubevirt', 'app.kubernetes.io/component': 'metadata' },
     },
     spec: {
@@ -50,17 +50,21 @@ export function harvesterKubeVirt(): KubeVirtCr {
   };
 }
 
-/** Creates the CR (kept if it exists) and writes the status virt-operator writes once deployed. */
-export async function installKubeVirtCr(admin: KubeClient): Promise<KubeVirtCr> {
+/**
+ * Creates the CR (kept if it exists) and writes the status virt-operator writes once deployed.
+ * `namespace`: KubeVirt's (where its components read it) by default; Harvester's own processes
+ * read it in harvester-system (sandbox/harvester).
+ */
+export async function installKubeVirtCr(
+  admin: KubeClient,
+  namespace: string = KUBEVIRT_NAMESPACE,
+): Promise<KubeVirtCr> {
   let cr: KubeVirtCr;
   try {
-    cr = await admin.create<KubeVirtCr>(KubeVirtResources.kubeVirt, harvesterKubeVirt());
+    cr = await admin.create<KubeVirtCr>(KubeVirtResources.kubeVirt, harvesterKubeVirt(namespace));
   } catch (err) {
     if (!isAlreadyExists(err)) throw err;
-    cr = await admin.get<KubeVirtCr>(KubeVirtResources.kubeVirt, {
-      namespace: KUBEVIRT_NAMESPACE,
-      name: KUBEVIRT_CR,
-    });
+    cr = await admin.get<KubeVirtCr>(KubeVirtResources.kubeVirt, { namespace, name: KUBEVIRT_CR });
   }
   if (cr.status?.phase === 'Deployed') return cr;
   return admin.update<KubeVirtCr>(

@@ -51,6 +51,11 @@ export interface StandInOptions {
    * certificate for 127.0.0.1; without it no webhook refuses a PVC deletion.
    */
   harvesterWebhook?: WebhookServing;
+  /**
+   * Harvester's own `webhook` and `harvester` run (sandbox/harvester): the stand-ins they replace
+   * are not started (the VM, PVC, VMI-network and KeyPair controllers, the PVC webhook).
+   */
+  ownHarvester?: boolean;
   logger?: Logger;
 }
 
@@ -89,7 +94,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     noIp: options.noIp ?? (() => false),
     networksWithoutDhcp: options.networksWithoutDhcp ?? [],
   };
-  const faults = new Faults((key) => harvesterVm.enqueue(key));
+  const faults = new Faults((key) => harvesterVm?.enqueue(key));
   const ctx: StandInContext = {
     client: admin,
     logger,
@@ -99,16 +104,20 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     kubevirt: options.virtHandlerClient !== undefined,
   };
 
-  const harvesterVm = harvesterVmController(ctx);
+  const own = options.ownHarvester === true;
+  const harvesterVm = own ? undefined : harvesterVmController(ctx);
   const devices = pciDevicesStandIn(ctx);
-  harvesterPvcController(ctx);
-  vmiNetworkController(ctx);
-  keyPairController(ctx);
+  if (!own) {
+    harvesterPvcController(ctx);
+    vmiNetworkController(ctx);
+    keyPairController(ctx);
+  }
   imageController(ctx);
   longhornBinder(ctx);
   loadBalancerControllers(ctx);
   vmDhcpControllers(ctx);
-  const webhook = options.harvesterWebhook ? pvcDeletionWebhook(ctx, options.harvesterWebhook) : undefined;
+  const webhook =
+    options.harvesterWebhook && !own ? pvcDeletionWebhook(ctx, options.harvesterWebhook) : undefined;
   const handler = options.virtHandlerClient ? virtHandler(ctx, options.virtHandlerClient) : undefined;
   if (handler) {
     nodeController(ctx, devices.offer);

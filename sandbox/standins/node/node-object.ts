@@ -4,8 +4,12 @@
 // - virt-handler: `kubevirt.io/schedulable`, the machine types and CPU model its node labeller
 //   finds, its heartbeat annotation, and its own device plugins' resources (kvm, tun, vhost-net:
 //   1000 units each, virt-handler's permanent plugins).
+// - harvester-network-controller's manager: `network.harvesterhci.io/mgmt: "true"` on every node
+//   (the management cluster network every node has; pkg/controller/manager/node ensureMgmtLabels).
 // virt-controller renders launcher pods with a node selector on the schedulable label, the
 // architecture and the machine type (services/nodeselectorrenderer.go): this node matches them.
+// Harvester's VM mutator adds a required node affinity on `network.harvesterhci.io/<cluster
+// network>` for each VLAN network a VM uses (the sandbox's are on `mgmt`): this node matches it.
 import type { Node, NodeCondition } from '../../../src/api/core.js';
 import { SANDBOX_NODE } from '../names.js';
 
@@ -42,6 +46,7 @@ export function nodeLabels(): Record<string, string> {
     'host-model-cpu.node.kubevirt.io/Skylake-Server-IBRS': 'true',
     'cpu-vendor.node.kubevirt.io/Intel': 'true',
     'kubevirt.io/ksm-enabled': 'false',
+    'network.harvesterhci.io/mgmt': 'true',
   };
 }
 
