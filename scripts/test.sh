@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite: setup (idempotent), type check and lint, then every test file
-# (unit tests beside the code, integration tests against real control planes).
+# The whole test suite: the set-up of all it needs (scripts/setup.sh --for tests, idempotent),
+# type check and lint, then every test file (unit tests beside the code, integration tests
+# against real control planes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/setup.sh
+bash scripts/setup.sh --for tests
 
 npx eslint --max-warnings=0 . || { echo "test: lint failed (see above)" >&2; exit 1; }
 npm run --silent lint:cycles >/dev/null || { npm run --silent lint:cycles; echo "test: an import circle in src/ (see above)" >&2; exit 1; }

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The main job: sets everything up (npm packages, control-plane binaries, TypeScript), builds
-# what Rancher's jobs run (rancher-machine and the plugin executable, both cached), then runs
-# the sandbox walkthrough end to end.
+# The main job: sets up what the walkthrough needs (scripts/setup.sh --for walkthrough: npm
+# packages, control-plane binaries, one Cluster API version, KubeVirt, TypeScript, rancher-machine
+# and the plugin executable, all cached), then runs the sandbox walkthrough end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-node dist/sandbox/bin/walkthrough-binaries.js
+bash scripts/setup.sh --for walkthrough
 exec node dist/sandbox/bin/walkthrough.js "$@"
