@@ -20,7 +20,13 @@ import {
 } from '../harvester/guest-volumes.js';
 import type { PersistentVolume } from '../api/core.js';
 import type { PersistentVolumeClaim } from '../harvester/types.js';
-import { isConflict, type KubeClient, type ReconcileResult } from '../kube/index.js';
+import {
+  CacheBoundExceeded,
+  MAX_CONTINUE_TOKEN,
+  isConflict,
+  type KubeClient,
+  type ReconcileResult,
+} from '../kube/index.js';
 import { Resources, type ResourceType, type KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
@@ -29,7 +35,7 @@ import type { RancherCaches } from './caches.js';
 import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure } from './cluster-targets.js';
 import type { EventRecorder } from './events.js';
 import type { HarvesterClients } from './harvester-access.js';
-import type { GuestWatches, GuestWatchState } from './guest-watches.js';
+import { GUEST_PAGE_SIZE, keptVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
 
 export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
@@ -41,6 +47,7 @@ export const OwnershipReasons = {
   unreachable: 'GuestClusterUnreachable',
   watching: 'GuestClusterWatched',
   inventoried: 'GuestVolumesInventoried',
+  overBudget: 'GuestClusterOverBudget',
 } as const;
 
 export function ownershipMetrics(registry: Registry) {
@@ -70,6 +77,11 @@ export function ownershipMetrics(registry: Registry) {
     conflicts: new Counter({
       name: 'harvester_machine_guest_volume_conflicts_total',
       help: 'Host volumes a guest cluster names that are labelled for another guest cluster (left alone).',
+      registers: [registry],
+    }),
+    overBudget: new Gauge({
+      name: 'harvester_machine_guests_over_budget',
+      help: 'Guest clusters over their budget (more PersistentVolumes of the Harvester CSI driver than --guest-max-volumes, a list that never ends, an answer over the cap): their volumes are not recorded until they are back within it.',
       registers: [registry],
     }),
     inventories: new Counter({
@@ -115,6 +127,8 @@ export interface VolumeOwnershipDeps {
   logger: Logger;
   mode: GuestVolumesMode;
   onCredentialRejected: (secretKey: string) => void;
+  /** A guest's PV dropped as malformed (the last inventory's read). */
+  onDropped?: (reason: string) => void;
   now?: () => number;
 }
 
@@ -159,6 +173,13 @@ export class VolumeOwnership {
         OwnershipReasons.watching,
         `watching the PersistentVolumes of guest cluster ${name} in its own apiserver`,
       );
+    else if (state === 'over-budget')
+      this.record(
+        cluster,
+        'Warning',
+        OwnershipReasons.overBudget,
+        `guest cluster ${name} is over its budget: ${detail}; what it answered is not kept, its host volumes are not recorded from it, and it is asked again with backoff`,
+      );
     else if (state !== 'connecting' && state !== 'waiting')
       this.record(
         cluster,
@@ -169,10 +190,12 @@ export class VolumeOwnership {
   }
 
   publishWatches(): void {
+    const counts = this.deps.watches.counts();
     replaceAll(
       this.deps.metrics.watches,
-      [...this.deps.watches.counts()].map(([state, n]) => [{ state }, n]),
+      [...counts].map(([state, n]) => [{ state }, n]),
     );
+    this.deps.metrics.overBudget.set(counts.get('over-budget') ?? 0);
   }
 
   async reconcile(cluster: ObjectKey): Promise<ReconcileResult> {
@@ -251,8 +274,7 @@ export class VolumeOwnership {
     let source: string;
     try {
       const client = await this.deps.watches.client(cluster);
-      const pvs = await client.list<PersistentVolume>(Resources.persistentVolume, {});
-      list = harvesterVolumes(pvs.items);
+      list = harvesterVolumes(await this.readGuestVolumes(client, key));
       source = "the guest cluster's apiserver";
       this.deps.metrics.inventories.inc({ source: 'guest' });
     } catch (err) {
@@ -284,6 +306,51 @@ export class VolumeOwnership {
       `last inventory of guest cluster ${key} as its deletion starts, from ${source}: ${inventory.volumes.length} host volume(s) of the Harvester CSI driver${names.length ? `: ${names.join(', ')}` : ''}; they go with the cluster (by its VMs' removals, else once its last VM is gone)${result.failures.length ? `; not recorded: ${result.failures.join('; ')}` : ''}`,
     );
     return inventory;
+  }
+
+  /**
+   * The guest's PVs of the Harvester CSI driver, in pages of GUEST_PAGE_SIZE, each shape-checked
+   * and slimmed as the watch keeps them (a malformed one dropped and counted). Bounded as the
+   * watch is: more than the guest's budget of PVs, more pages than that fills, or a continue
+   * token given twice throws CacheBoundExceeded (then the watch's last state is used, if within
+   * budget).
+   */
+  private async readGuestVolumes(client: KubeClient, cluster: string): Promise<PersistentVolume[]> {
+    const bound = this.deps.watches.maxVolumes;
+    const maxPages = Math.ceil(bound / GUEST_PAGE_SIZE) + 10;
+    const kept: PersistentVolume[] = [];
+    const tokens = new Set<string>();
+    let next: string | undefined;
+    for (let pages = 1; ; pages++) {
+      if (pages > maxPages)
+        throw new CacheBoundExceeded(
+          'PersistentVolume',
+          bound,
+          `the list of guest cluster ${cluster}'s PersistentVolumes goes on past ${maxPages} pages of ${GUEST_PAGE_SIZE}`,
+        );
+      const page = await client.list<PersistentVolume>(Resources.persistentVolume, {
+        limit: GUEST_PAGE_SIZE,
+        ...(next ? { continue: next } : {}),
+      });
+      const items: unknown = page.items;
+      kept.push(
+        ...keptVolumes(Array.isArray(items) ? (items as unknown[]) : [], (reason) =>
+          this.deps.onDropped?.(reason),
+        ),
+      );
+      if (kept.length > bound)
+        throw new CacheBoundExceeded('PersistentVolume', bound, `more than ${bound} objects listed`);
+      const token: unknown = (page.metadata as { continue?: unknown } | undefined)?.continue;
+      if (typeof token !== 'string' || token === '') return kept;
+      if (token.length > MAX_CONTINUE_TOKEN || tokens.has(token))
+        throw new CacheBoundExceeded(
+          'PersistentVolume',
+          bound,
+          'the list gave the same continue token twice, or one too long (it would never end)',
+        );
+      tokens.add(token);
+      next = token;
+    }
   }
 
   /**
