@@ -174,7 +174,18 @@ describe("the controller at the chart's heap against hostile guest apiservers", 
       );
     }
     assert.equal(exit, undefined, 'the controller is still running');
+    // The hostile guests go on (the watch streams whenever it is opened, the lists are retried):
+    // the controller's memory does not grow with them.
+    const events = server.counts.get('watch events') ?? 0;
+    const before = procStatusMb(c.pid, 'VmRSS');
+    await new Promise((r) => setTimeout(r, 20_000));
     report('end');
+    assert.equal(exit, undefined, 'the controller is still running');
+    const grown = procStatusMb(c.pid, 'VmRSS') - before;
+    assert.ok(
+      grown < 16,
+      `RSS grew ${grown.toFixed(0)} MB in 20 s while ${(server.counts.get('watch events') ?? 0) - events} more events were streamed`,
+    );
     const peakMb = procStatusMb(c.pid, 'VmHWM');
     // Within the chart's memory limit (twice the heap), with room.
     assert.ok(peakMb < heapMb * 2, `peak RSS ${peakMb.toFixed(0)} MB`);
