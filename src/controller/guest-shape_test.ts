@@ -7,7 +7,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { HARVESTER_CSI_DRIVER, harvesterVolumes } from '../harvester/guest-volumes.js';
 import type { KubeObject } from '../kube/resources.js';
-import { keptVolumes, slimPersistentVolume } from './guest-watches.js';
+import { CacheBoundExceeded, type KubeClient } from '../kube/index.js';
+import { keptVolumes, listGuestVolumes, slimPersistentVolume } from './guest-watches.js';
 import { Malformed } from './object-shape.js';
 
 const pv = (over: Record<string, unknown> = {}, csi: Record<string, unknown> = {}): KubeObject =>
@@ -88,5 +89,64 @@ describe('a guest PV where it enters', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("the last inventory's read of a guest (listGuestVolumes)", () => {
+  /** A guest answering pages from `answer(continueToken)`. */
+  const guest = (answer: (token: string | undefined) => { items: unknown[]; continue?: string }) => {
+    const asked: Array<string | undefined> = [];
+    const client = {
+      list: (_type: unknown, opts: { continue?: string; limit?: number }) => {
+        asked.push(opts.continue);
+        const page = answer(opts.continue);
+        return Promise.resolve({
+          metadata: page.continue !== undefined ? { continue: page.continue } : {},
+          items: page.items,
+        });
+      },
+    } as unknown as Pick<KubeClient, 'list'>;
+    return { client, asked };
+  };
+  const pvs = (from: number, n: number): KubeObject[] =>
+    Array.from({ length: n }, (_, k) =>
+      pv({ metadata: { name: `pvc-${from + k}` } }, { volumeHandle: `pvc-${from + k}` }),
+    );
+
+  it('reads every page within the bound, dropping and counting the malformed', async () => {
+    const g = guest((t) => {
+      const from = Number(t ?? 0);
+      return {
+        items: [...pvs(from, from < 200 ? 100 : 50), { metadata: { name: 1 } }],
+        ...(from < 200 ? { continue: String(from + 100) } : {}),
+      };
+    });
+    const dropped: string[] = [];
+    const kept = await listGuestVolumes(g.client, 1_000, (r) => dropped.push(r));
+    assert.equal(kept.length, 250);
+    assert.deepEqual(g.asked, [undefined, '100', '200']);
+    assert.equal(dropped.length, 3);
+  });
+
+  it('stops at the bound, at endless pages and at a continue token given twice', async () => {
+    const many = guest((t) => ({ items: pvs(Number(t ?? 0), 100), continue: String(Number(t ?? 0) + 100) }));
+    await assert.rejects(
+      listGuestVolumes(many.client, 300, () => undefined),
+      CacheBoundExceeded,
+    );
+    assert.equal(many.asked.length, 4);
+    let n = 0;
+    const endless = guest(() => ({ items: [], continue: `t${n++}` }));
+    await assert.rejects(
+      listGuestVolumes(endless.client, 300, () => undefined),
+      /past 13 pages/,
+    );
+    assert.equal(endless.asked.length, 13);
+    const again = guest(() => ({ items: pvs(0, 1), continue: 'same' }));
+    await assert.rejects(
+      listGuestVolumes(again.client, 300, () => undefined),
+      /same continue token twice/,
+    );
+    assert.equal(again.asked.length, 2);
   });
 });

@@ -21,6 +21,7 @@ import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
 import {
   CacheBoundExceeded,
+  MAX_CONTINUE_TOKEN,
   Informer,
   isCredentialRejected,
   isTooLarge,
@@ -177,6 +178,49 @@ export function keptVolumes(
     if (kept) out.push(kept as PersistentVolume);
   }
   return out;
+}
+
+/**
+ * The guest's PVs of the Harvester CSI driver read once (the last inventory), in pages of
+ * GUEST_PAGE_SIZE through the watch's shape check, within the watch's bounds: more than `bound`
+ * PVs, more pages than that fills (plus 10), or a continue token given twice or too long throws
+ * CacheBoundExceeded.
+ */
+export async function listGuestVolumes(
+  client: Pick<KubeClient, 'list'>,
+  bound: number,
+  onDropped: (reason: string) => void,
+): Promise<PersistentVolume[]> {
+  const maxPages = Math.ceil(bound / GUEST_PAGE_SIZE) + 10;
+  const kept: PersistentVolume[] = [];
+  const tokens = new Set<string>();
+  let next: string | undefined;
+  for (let pages = 1; ; pages++) {
+    if (pages > maxPages)
+      throw new CacheBoundExceeded(
+        'PersistentVolume',
+        bound,
+        `the list goes on past ${maxPages} pages of ${GUEST_PAGE_SIZE} (a bound of ${bound} objects)`,
+      );
+    const page = await client.list<PersistentVolume>(Resources.persistentVolume, {
+      limit: GUEST_PAGE_SIZE,
+      ...(next ? { continue: next } : {}),
+    });
+    const items: unknown = page.items;
+    kept.push(...keptVolumes(Array.isArray(items) ? (items as unknown[]) : [], onDropped));
+    if (kept.length > bound)
+      throw new CacheBoundExceeded('PersistentVolume', bound, `more than ${bound} objects listed`);
+    const token: unknown = (page.metadata as { continue?: unknown } | undefined)?.continue;
+    if (typeof token !== 'string' || token === '') return kept;
+    if (token.length > MAX_CONTINUE_TOKEN || tokens.has(token))
+      throw new CacheBoundExceeded(
+        'PersistentVolume',
+        bound,
+        'the list gave the same continue token twice, or one too long (it would never end)',
+      );
+    tokens.add(token);
+    next = token;
+  }
 }
 
 /** What of a kept PV the record reads: a change elsewhere (its resourceVersion) is no news. */

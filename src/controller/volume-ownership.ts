@@ -18,15 +18,8 @@ import {
   type RecordPath,
   harvesterVolumes,
 } from '../harvester/guest-volumes.js';
-import type { PersistentVolume } from '../api/core.js';
 import type { PersistentVolumeClaim } from '../harvester/types.js';
-import {
-  CacheBoundExceeded,
-  MAX_CONTINUE_TOKEN,
-  isConflict,
-  type KubeClient,
-  type ReconcileResult,
-} from '../kube/index.js';
+import { isConflict, type KubeClient, type ReconcileResult } from '../kube/index.js';
 import { Resources, type ResourceType, type KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
@@ -35,7 +28,7 @@ import type { RancherCaches } from './caches.js';
 import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure } from './cluster-targets.js';
 import type { EventRecorder } from './events.js';
 import type { HarvesterClients } from './harvester-access.js';
-import { GUEST_PAGE_SIZE, keptVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
+import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
 
 export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
@@ -274,7 +267,11 @@ export class VolumeOwnership {
     let source: string;
     try {
       const client = await this.deps.watches.client(cluster);
-      list = harvesterVolumes(await this.readGuestVolumes(client, key));
+      list = harvesterVolumes(
+        await listGuestVolumes(client, this.deps.watches.maxVolumes, (reason) =>
+          this.deps.onDropped?.(reason),
+        ),
+      );
       source = "the guest cluster's apiserver";
       this.deps.metrics.inventories.inc({ source: 'guest' });
     } catch (err) {
@@ -306,51 +303,6 @@ export class VolumeOwnership {
       `last inventory of guest cluster ${key} as its deletion starts, from ${source}: ${inventory.volumes.length} host volume(s) of the Harvester CSI driver${names.length ? `: ${names.join(', ')}` : ''}; they go with the cluster (by its VMs' removals, else once its last VM is gone)${result.failures.length ? `; not recorded: ${result.failures.join('; ')}` : ''}`,
     );
     return inventory;
-  }
-
-  /**
-   * The guest's PVs of the Harvester CSI driver, in pages of GUEST_PAGE_SIZE, each shape-checked
-   * and slimmed as the watch keeps them (a malformed one dropped and counted). Bounded as the
-   * watch is: more than the guest's budget of PVs, more pages than that fills, or a continue
-   * token given twice throws CacheBoundExceeded (then the watch's last state is used, if within
-   * budget).
-   */
-  private async readGuestVolumes(client: KubeClient, cluster: string): Promise<PersistentVolume[]> {
-    const bound = this.deps.watches.maxVolumes;
-    const maxPages = Math.ceil(bound / GUEST_PAGE_SIZE) + 10;
-    const kept: PersistentVolume[] = [];
-    const tokens = new Set<string>();
-    let next: string | undefined;
-    for (let pages = 1; ; pages++) {
-      if (pages > maxPages)
-        throw new CacheBoundExceeded(
-          'PersistentVolume',
-          bound,
-          `the list of guest cluster ${cluster}'s PersistentVolumes goes on past ${maxPages} pages of ${GUEST_PAGE_SIZE}`,
-        );
-      const page = await client.list<PersistentVolume>(Resources.persistentVolume, {
-        limit: GUEST_PAGE_SIZE,
-        ...(next ? { continue: next } : {}),
-      });
-      const items: unknown = page.items;
-      kept.push(
-        ...keptVolumes(Array.isArray(items) ? (items as unknown[]) : [], (reason) =>
-          this.deps.onDropped?.(reason),
-        ),
-      );
-      if (kept.length > bound)
-        throw new CacheBoundExceeded('PersistentVolume', bound, `more than ${bound} objects listed`);
-      const token: unknown = (page.metadata as { continue?: unknown } | undefined)?.continue;
-      if (typeof token !== 'string' || token === '') return kept;
-      if (token.length > MAX_CONTINUE_TOKEN || tokens.has(token))
-        throw new CacheBoundExceeded(
-          'PersistentVolume',
-          bound,
-          'the list gave the same continue token twice, or one too long (it would never end)',
-        );
-      tokens.add(token);
-      next = token;
-    }
   }
 
   /**
