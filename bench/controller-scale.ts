@@ -169,8 +169,9 @@ async function controllerCommand(): Promise<ControllerCommand> {
     return {
       command: process.execPath,
       args: [fileURLToPath(new URL('../src/controller/main.js', import.meta.url))],
-      env: process.env,
-      what: `node ${process.version} dist/src/controller/main.js`,
+      // The image's V8 and malloc settings as in the chart's limit, for the controller only.
+      env: { ...process.env, ...imageEnvInThePod() },
+      what: `node ${process.version} dist/src/controller/main.js with the image's settings as in the chart's ${chartMemoryLimitMib()} Mi limit`,
     };
   const exe = await harvesterMachineExecutable();
   return {

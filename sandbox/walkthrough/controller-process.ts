@@ -47,6 +47,8 @@ export function startControllerProcess(opts: {
   extraArgs?: string[];
   /** Names the kubeconfig and log files, for several replicas in one directory. */
   name?: string;
+  /** Node's own flags, before the script (the chart's heap: --max-old-space-size=128 …). */
+  nodeOptions?: string[];
 }): ControllerProcess {
   const name = opts.name ?? 'controller';
   const kubeconfig = path.join(opts.dir, `${name}.kubeconfig`);
@@ -56,6 +58,7 @@ export function startControllerProcess(opts: {
     'cleanup-controller',
     process.execPath,
     [
+      ...(opts.nodeOptions ?? []),
       CONTROLLER_MAIN,
       '--kubeconfig',
       kubeconfig,

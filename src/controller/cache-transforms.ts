@@ -3,6 +3,9 @@
 // unrelated Secret data, no label, annotation or owner nobody reads). With 20,000 machines
 // every field kept per object costs megabytes; cache-transforms_test.ts checks that what the
 // reconcilers read survives.
+// Each is shape-checked first (object-shape.ts): a field read later of the wrong type or an
+// absurd size throws Malformed naming it, and the cache drops the object and counts it
+// (caches.ts wraps each in shapeChecked), so one odd object never throws in a reconciler.
 import type { KubeObject, ObjectMeta } from '../kube/resources.js';
 import {
   ANNOTATION_CREDENTIAL_EXPIRATION,
@@ -21,6 +24,31 @@ import {
   PRE_TERMINATE_HOOK_PREFIX,
 } from '../rancher/labels.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
+import {
+  MAX_NAMESPACE,
+  Malformed,
+  checkMeta,
+  isRecord,
+  optionalRecord,
+  optionalStringMap,
+  optionalText,
+  record,
+} from './object-shape.js';
+
+/** `o.spec` (a record, or absent) after checking the metadata. */
+function checked(o: KubeObject): {
+  spec: Record<string, unknown> | undefined;
+  status: Record<string, unknown> | undefined;
+} {
+  checkMeta(o);
+  const raw = o as unknown as Record<string, unknown>;
+  optionalText(raw.apiVersion, 'apiVersion');
+  optionalText(raw.kind, 'kind');
+  return { spec: optionalRecord(raw.spec, 'spec'), status: optionalRecord(raw.status, 'status') };
+}
+
+/** A Secret reference, a name or "namespace:name": at most a namespace, a colon and a name. */
+const SECRET_REF = MAX_NAMESPACE + 1 + 253;
 
 /** The labels read: the cluster, and how a machine is matched to its pool (credential-choice.ts). */
 const MACHINE_LABELS = [CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_MACHINE_POOL, LABEL_CAPI_DEPLOYMENT];
@@ -97,6 +125,11 @@ function infrastructureRef(m: CapiMachine): CapiMachine['spec']['infrastructureR
 }
 
 export function slimMachine(o: KubeObject): KubeObject {
+  const { spec } = checked(o);
+  optionalText(spec?.clusterName, 'spec.clusterName');
+  const ref = optionalRecord(spec?.infrastructureRef, 'spec.infrastructureRef');
+  for (const k of ['apiVersion', 'kind', 'name', 'namespace'] as const)
+    optionalText(ref?.[k], `spec.infrastructureRef.${k}`);
   const m = o as CapiMachine;
   return {
     ...head(m),
@@ -106,6 +139,14 @@ export function slimMachine(o: KubeObject): KubeObject {
 }
 
 export function slimHarvesterMachine(o: KubeObject): KubeObject {
+  const { spec, status } = checked(o);
+  optionalText(spec?.vmNamespace, 'spec.vmNamespace', MAX_NAMESPACE);
+  optionalText(
+    optionalRecord(spec?.common, 'spec.common')?.cloudCredentialSecretName,
+    'spec.common.cloudCredentialSecretName',
+    SECRET_REF,
+  );
+  optionalText(status?.cloudCredentialSecretName, 'status.cloudCredentialSecretName', SECRET_REF);
   const m = o as HarvesterMachine;
   const credential = m.spec?.common?.cloudCredentialSecretName;
   return {
@@ -121,7 +162,34 @@ export function slimHarvesterMachine(o: KubeObject): KubeObject {
   } as HarvesterMachine;
 }
 
+/** The fields of a (CAPI or provisioning) Cluster that slimCluster reads. */
+function checkCluster(o: KubeObject): void {
+  const { spec, status } = checked(o);
+  optionalText(spec?.cloudCredentialSecretName, 'spec.cloudCredentialSecretName', SECRET_REF);
+  const rke = optionalRecord(spec?.rkeConfig, 'spec.rkeConfig');
+  const machinePools: unknown = rke?.machinePools;
+  if (machinePools !== undefined && machinePools !== null) {
+    if (!Array.isArray(machinePools) || machinePools.length > 1000)
+      throw new Malformed('spec.rkeConfig.machinePools');
+    for (const pool of machinePools as unknown[]) {
+      const p = record(pool, 'spec.rkeConfig.machinePools');
+      optionalText(p.name, 'spec.rkeConfig.machinePools.name');
+      optionalText(
+        p.cloudCredentialSecretName,
+        'spec.rkeConfig.machinePools.cloudCredentialSecretName',
+        SECRET_REF,
+      );
+      const ref = optionalRecord(p.machineConfigRef, 'spec.rkeConfig.machinePools.machineConfigRef');
+      for (const k of ['apiVersion', 'kind', 'name'] as const)
+        optionalText(ref?.[k], 'spec.rkeConfig.machinePools.machineConfigRef');
+    }
+  }
+  for (const k of ['cloudCredentialSecretName', 'clientSecretName'] as const)
+    optionalText(status?.[k], `status.${k}`, SECRET_REF);
+}
+
 export function slimCluster(o: KubeObject): KubeObject {
+  checkCluster(o);
   const c = o as ProvisioningCluster;
   const pools = c.spec?.rkeConfig?.machinePools;
   // Of the chart values, only the name the cloud provider labels load balancers with.
@@ -178,6 +246,12 @@ const CREDENTIAL_KEYS = [CREDENTIAL_KEY_KUBECONFIG, CREDENTIAL_KEY_CLUSTER_ID, C
 
 /** A Secret that is not a Harvester credential keeps no data at all. */
 export function slimSecret(o: KubeObject): KubeObject {
+  checked(o);
+  const raw = o as unknown as Record<string, unknown>;
+  optionalText(raw.type, 'type');
+  // Values are base64 (a kubeconfig of a few KiB); the data of a Secret is at most 1 MiB.
+  if (isRecord(raw.data)) optionalStringMap(raw.data, 'data');
+  else if (raw.data !== undefined && raw.data !== null) throw new Malformed('data');
   const s = o as SecretObject;
   const harvester = isHarvesterCredential(s);
   const data = harvester

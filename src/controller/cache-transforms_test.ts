@@ -5,6 +5,7 @@ import type { KubeObject } from '../kube/resources.js';
 import { cloudProviderClusterName } from '../rancher/chart-values.js';
 import { slimCluster, slimHarvesterMachine, slimMachine, slimSecret } from './cache-transforms.js';
 import { hookAnnotation } from './constants.js';
+import { shapeChecked } from './object-shape.js';
 import { credentialCandidates, findMachinePool } from './credential-choice.js';
 import { classifyDeletion } from './deletion-scope.js';
 import { isHarvesterBacked } from './machine-reconciler.js';
@@ -257,5 +258,37 @@ describe('cache transforms', () => {
       metadata: { name: 'cc', annotations: { 'rancher.io/expiration-timestamp': '1' } },
       data: { 'harvestercredentialConfig-kubeconfigContent': 'eA==' },
     });
+  });
+});
+
+describe('cache transforms: shape checks', () => {
+  const reason = (slim: (o: KubeObject) => KubeObject, o: unknown): string => {
+    const dropped: string[] = [];
+    const kept = shapeChecked(slim, (r) => dropped.push(r))(o as KubeObject);
+    return kept ? 'kept' : (dropped[0] ?? 'dropped without a reason');
+  };
+  it('drops and names a malformed object instead of throwing later', () => {
+    const meta = { name: 'm1', namespace: 'fleet-default' };
+    assert.equal(reason(slimMachine, { metadata: meta, spec: { clusterName: 'c1' } }), 'kept');
+    assert.equal(reason(slimMachine, { metadata: { ...meta, name: 7 } }), 'metadata.name');
+    assert.equal(reason(slimMachine, { metadata: meta, spec: { clusterName: ['c1'] } }), 'spec.clusterName');
+    assert.equal(
+      reason(slimHarvesterMachine, { metadata: { ...meta, labels: { a: 1 } }, spec: {} }),
+      'metadata.labels',
+    );
+    assert.equal(
+      reason(slimHarvesterMachine, { metadata: meta, spec: { common: { cloudCredentialSecretName: {} } } }),
+      'spec.common.cloudCredentialSecretName',
+    );
+    assert.equal(
+      reason(slimCluster, { metadata: meta, spec: { rkeConfig: { machinePools: { p: 1 } } } }),
+      'spec.rkeConfig.machinePools',
+    );
+    assert.equal(
+      reason(slimCluster, { metadata: meta, status: { clientSecretName: 5 } }),
+      'status.clientSecretName',
+    );
+    assert.equal(reason(slimSecret, { metadata: meta, data: { kubeconfig: 5 } }), 'data');
+    assert.equal(reason(slimSecret, { metadata: { ...meta, name: 'n'.repeat(300) } }), 'metadata.name');
   });
 });

@@ -1,8 +1,14 @@
 // The controller's view of Rancher's local cluster: one shared cache per kind (one informer
 // per watched namespace, or one for all namespaces), each object slimmed to the fields used.
 import type { Cache, Manager } from '../kube/index.js';
-import { Resources } from '../kube/resources.js';
-import { slimCluster, slimHarvesterMachine, slimMachine, slimSecret } from './cache-transforms.js';
+import { Resources, type KubeObject } from '../kube/resources.js';
+import {
+  slimCluster,
+  slimHarvesterMachine as slimHarvesterMachineOf,
+  slimMachine as slimMachineOf,
+  slimSecret as slimSecretOf,
+} from './cache-transforms.js';
+import { shapeChecked } from './object-shape.js';
 import type { ControllerConfig } from './config.js';
 import { formatSecretRef, parseCredentialRef } from './credential-choice.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
@@ -38,8 +44,18 @@ export function rancherCaches(
     ControllerConfig,
     'namespaces' | 'credentialNamespace' | 'credentialLabelSelector' | 'credentialFieldSelector'
   >,
+  /** An object dropped as malformed where it entered its cache: its kind and why. */
+  onDropped: (kind: string, reason: string) => void = () => undefined,
 ): RancherCaches {
   const { namespaces } = config;
+  // Each transform behind its shape check (object-shape.ts): a malformed object is dropped, counted.
+  const checked = (kind: string, slim: (o: KubeObject) => KubeObject) =>
+    shapeChecked<KubeObject>(slim, (reason) => onDropped(kind, reason));
+  const slimMachine = checked('Machine', slimMachineOf);
+  const slimHarvesterMachine = checked('HarvesterMachine', slimHarvesterMachineOf);
+  const slimCapiCluster = checked('Cluster', slimCluster);
+  const slimProvisioningCluster = checked('provisioning Cluster', slimCluster);
+  const slimSecret = checked('Secret', slimSecretOf);
   // Indexed so that an event of one cluster costs that cluster's objects, not the site's.
   const machines = manager
     .cache<CapiMachine>({ type: Resources.capiMachine, namespaces, transform: slimMachine })
@@ -67,11 +83,11 @@ export function rancherCaches(
     });
   return {
     machines,
-    capiClusters: manager.cache({ type: Resources.capiCluster, namespaces, transform: slimCluster }),
+    capiClusters: manager.cache({ type: Resources.capiCluster, namespaces, transform: slimCapiCluster }),
     provisioningClusters: manager.cache({
       type: Resources.provisioningCluster,
       namespaces,
-      transform: slimCluster,
+      transform: slimProvisioningCluster,
     }),
     harvesterMachines,
     // The only Secrets the controller may read; a selector keeps the others off the wire.

@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
+import { DEFAULT_GUEST_MAX_VOLUMES } from './guest-watches.js';
 import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
 /** When the controller reads guest clusters' volumes: always (a watch), only at a cluster's deletion, or never. */
 export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
@@ -40,6 +41,12 @@ export interface ControllerConfig {
    * inventory, or not at all (then only what was labelled otherwise goes with a deleted cluster).
    */
   guestVolumes: GuestVolumesMode;
+  /**
+   * A guest cluster's budget (docs/decisions/0024-guest-budget.md): the most PersistentVolumes
+   * of the Harvester CSI driver kept per guest; past it the guest is over budget and its
+   * ownership is not recorded.
+   */
+  guestMaxVolumes: number;
   /** host:port of /metrics, /healthz, /readyz. */
   metricsBindAddress: string;
   leaderElection: {
@@ -92,6 +99,7 @@ interface FlagValues {
   probeInterval?: string;
   expiringSoon?: string;
   guestVolumes?: string;
+  guestMaxVolumes?: string;
   metricsBindAddress?: string;
   leaderElect?: string;
   leaderElectionNamespace?: string;
@@ -151,6 +159,10 @@ function controllerCommand(output: { text: string }): Command {
       "record which host volumes are each guest cluster's, from its own PersistentVolumes: watch (while it lives, and a last inventory at its deletion), at-deletion (the last inventory only), off (env GUEST_VOLUMES; default watch)",
     )
     .option(
+      '--guest-max-volumes <n>',
+      `the most PersistentVolumes of the Harvester CSI driver kept per guest cluster; past it the guest is over budget and its volumes are not recorded (env GUEST_MAX_VOLUMES; default ${DEFAULT_GUEST_MAX_VOLUMES})`,
+    )
+    .option(
       '--metrics-bind-address <addr>',
       '/metrics /healthz /readyz (env METRICS_BIND_ADDRESS; default 127.0.0.1:8080)',
     )
@@ -193,6 +205,9 @@ function parseFlags(argv: string[]): FlagValues {
   return command.opts<FlagValues>();
 }
 
+/** Above this a guest's cache alone could take a sizeable share of the chart's heap. */
+const MAX_GUEST_MAX_VOLUMES = 50_000;
+
 export function parseConfig(
   argv: string[],
   env: Record<string, string | undefined>,
@@ -216,6 +231,12 @@ export function parseConfig(
   const guestVolumes = pick(values.guestVolumes, 'GUEST_VOLUMES', 'watch');
   if (!(GUEST_VOLUMES_MODES as readonly string[]).includes(guestVolumes))
     throw new ConfigError(`--guest-volumes: "${guestVolumes}" is not ${GUEST_VOLUMES_MODES.join(', ')}`);
+  const guestMaxText = pick(values.guestMaxVolumes, 'GUEST_MAX_VOLUMES', String(DEFAULT_GUEST_MAX_VOLUMES));
+  const guestMaxVolumes = /^\d{1,7}$/.test(guestMaxText) ? Number(guestMaxText) : NaN;
+  if (!(guestMaxVolumes >= 1 && guestMaxVolumes <= MAX_GUEST_MAX_VOLUMES))
+    throw new ConfigError(
+      `--guest-max-volumes: "${guestMaxText}" is not a whole number from 1 to ${MAX_GUEST_MAX_VOLUMES}`,
+    );
   const hookName = pick(values.hookName, 'HOOK_NAME', DEFAULT_HOOK_NAME);
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(hookName) || hookName.length > 63) {
     throw new ConfigError(
@@ -263,6 +284,7 @@ export function parseConfig(
     probeIntervalMs: duration(values.probeInterval, 'PROBE_INTERVAL', '10m', 'probe-interval'),
     expiringSoonMs: duration(values.expiringSoon, 'EXPIRING_SOON', '7d', 'expiring-soon'),
     guestVolumes: guestVolumes as GuestVolumesMode,
+    guestMaxVolumes,
     metricsBindAddress: pick(values.metricsBindAddress, 'METRICS_BIND_ADDRESS', '127.0.0.1:8080'),
     leaderElection: {
       enabled: leaderElect === 'true',

@@ -36,6 +36,20 @@ describe('parseConfig', () => {
       /--guest-volumes: "poll" is not watch, at-deletion, off/,
     );
   });
+  it("takes a guest's budget of PVs from the flag or GUEST_MAX_VOLUMES, and refuses one that is no count", () => {
+    assert.equal(parseConfig([], {}).guestMaxVolumes, 2_000);
+    assert.equal(
+      parseConfig(['--guest-max-volumes', '500'], { GUEST_MAX_VOLUMES: '9' }).guestMaxVolumes,
+      500,
+    );
+    assert.equal(parseConfig([], { GUEST_MAX_VOLUMES: '9' }).guestMaxVolumes, 9);
+    for (const bad of ['0', '-1', '2.5', 'lots', '100000'])
+      assert.throws(
+        () => parseConfig(['--guest-max-volumes', bad], {}),
+        /--guest-max-volumes: ".*" is not a whole number from 1 to 50000/,
+        bad,
+      );
+  });
   it('lets flags win over the environment', () => {
     const c = parseConfig(['--gate-deadline', '2m', '--namespace', 'a', '--namespace', 'b,c'], {
       GATE_DEADLINE: '1h',

@@ -19,7 +19,7 @@ import { CredentialMonitor } from './credential-monitor.js';
 import { formatSecretRef } from './credential-choice.js';
 import { EventRecorder } from './events.js';
 import { HarvesterClients, KubeconfigClients } from './harvester-access.js';
-import { GuestWatches } from './guest-watches.js';
+import { GUEST_MAX_RESPONSE_BYTES, GuestWatches } from './guest-watches.js';
 import { VolumeOwnership, ownershipMetrics } from './volume-ownership.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
@@ -42,7 +42,7 @@ export type CleanupControllerConfig = Pick<
   | 'statusConfigMap'
   | 'identity'
 > &
-  Partial<Pick<ControllerConfig, 'guestVolumes'>>;
+  Partial<Pick<ControllerConfig, 'guestVolumes' | 'guestMaxVolumes'>>;
 
 export interface CleanupControllerOptions {
   client: KubeClient;
@@ -81,7 +81,9 @@ export class CleanupController {
       metricsFor: (name) => workQueueMetrics(metrics, name),
       onReconcileError: (queue) => metrics.reconcileErrors.inc({ queue }),
     });
-    this.caches = rancherCaches(this.manager, config);
+    this.caches = rancherCaches(this.manager, config, (kind, reason) =>
+      metrics.droppedObjects.inc({ source: 'rancher', kind, reason }),
+    );
     const events = (this.events = new EventRecorder(client, logger, config.identity));
     this.status = new StatusWriter(
       client,
@@ -106,10 +108,18 @@ export class CleanupController {
       onChange,
     });
     const guestMetrics = ownershipMetrics(metrics.registry);
-    this.guestClients = new KubeconfigClients({ onRequest: () => guestMetrics.guestRequests.inc() });
+    const guestDropped = (reason: string): void =>
+      metrics.droppedObjects.inc({ source: 'guest', kind: 'PersistentVolume', reason });
+    // A guest's apiserver is its admins' (tenants'): a small answer cap (Harvester's and Rancher's clients keep 64 MiB).
+    this.guestClients = new KubeconfigClients({
+      onRequest: () => guestMetrics.guestRequests.inc(),
+      maxResponseBytes: GUEST_MAX_RESPONSE_BYTES,
+    });
     this.guestWatches = new GuestWatches({
       rancher: client,
       clients: this.guestClients,
+      ...(config.guestMaxVolumes !== undefined ? { maxVolumes: config.guestMaxVolumes } : {}),
+      onDropped: guestDropped,
       logger: logger.child({ component: 'guest-watches' }),
       onChange: (cluster) => this.queues.guestVolumes.enqueue(cluster),
       onState: (cluster, state, detail) => {
@@ -124,6 +134,7 @@ export class CleanupController {
       logger: logger.child({ component: 'guest-volumes' }),
       mode: config.guestVolumes ?? 'watch',
       onCredentialRejected,
+      onDropped: guestDropped,
     });
     this.reconciler = new MachineReconciler({
       ...shared,

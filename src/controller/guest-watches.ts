@@ -19,7 +19,14 @@
 import { formatKey, type ObjectKey } from '../api/object-key.js';
 import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
-import { Informer, isCredentialRejected, type KubeClient } from '../kube/index.js';
+import {
+  CacheBoundExceeded,
+  MAX_CONTINUE_TOKEN,
+  Informer,
+  isCredentialRejected,
+  isTooLarge,
+  type KubeClient,
+} from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { Resources, type KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
@@ -27,6 +34,16 @@ import { redact } from '../log/redact.js';
 import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../rancher/names.js';
 import type { SecretObject } from './types.js';
 import type { KubeconfigClients } from './harvester-access.js';
+import {
+  MAX_NAME,
+  MAX_NAMESPACE,
+  MAX_TOKEN,
+  optionalRecord,
+  optionalText,
+  record,
+  shapeChecked,
+  text,
+} from './object-shape.js';
 
 export type GuestWatchState =
   /** Reading the Secret or listing for the first time. */
@@ -42,7 +59,13 @@ export type GuestWatchState =
   /** No `<cluster>-kubeconfig` where one was looked for. */
   | 'no-kubeconfig'
   /** The Secret cannot be used: not a kubeconfig, or one naming a file, a command or a proxy. */
-  | 'unusable';
+  | 'unusable'
+  /**
+   * The guest answered more than its budget (more PVs of the Harvester CSI driver than the
+   * bound, a list that never ends, an answer or watch event over the cap): nothing of that
+   * answer is kept, its ownership is not recorded, and it is listed again with backoff.
+   */
+  | 'over-budget';
 
 export interface GuestWatchStatus {
   cluster: string;
@@ -89,29 +112,126 @@ export interface GuestWatchesDeps {
   onState: (cluster: ObjectKey, state: GuestWatchState, detail: string) => void;
   /** Retries of a guest that cannot be reached: the first pause, and the longest. */
   backoff?: { initialMs: number; maxMs: number };
+  /** The most PVs of the Harvester CSI driver kept per guest (default DEFAULT_GUEST_MAX_VOLUMES). */
+  maxVolumes?: number;
+  /** A guest's PV was dropped as malformed: why (a few words, a metric label). */
+  onDropped?: (reason: string) => void;
   now?: () => number;
 }
 
 const DEFAULT_BACKOFF = { initialMs: 5_000, maxMs: 300_000 };
 
-/** What the watch keeps of a PV: enough to name its host volume and its claim, nothing more. */
-export function slimPersistentVolume(o: KubeObject): KubeObject {
-  const pv = o as PersistentVolume;
-  const csi = pv.spec?.csi;
-  const ref = pv.spec?.claimRef;
+/**
+ * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed,
+ * one is some 0.5 KiB, so about 1 MiB per guest at the bound; 2,000 Harvester volumes for one
+ * guest cluster is far past what a Harvester cluster serves one guest (and the bound is a
+ * flag), while a relist at the bound is 20 pages of GUEST_PAGE_SIZE.
+ */
+export const DEFAULT_GUEST_MAX_VOLUMES = 2_000;
+/** PVs per list page from a guest: a page of real PVs is some 0.3 MiB, well below the answer cap. */
+export const GUEST_PAGE_SIZE = 100;
+/**
+ * The most one answer or watch event from a guest's apiserver may hold, unpacked: a page of
+ * GUEST_PAGE_SIZE real PVs is a tenth of it, and several guests answering at once stay small
+ * beside the controller's heap (the 64 MiB cap of Rancher's and Harvester's clients would not).
+ */
+export const GUEST_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * What the watch keeps of a PV: enough to name its host volume and its claim, nothing more;
+ * undefined for a PV of another driver (not kept at all). Shape-checked first: a field read
+ * later that is of the wrong type or an absurd size throws Malformed naming it (the cache drops
+ * the PV and counts it, shapeChecked), so no guest's odd PV can throw in anyone's path later.
+ */
+export function slimPersistentVolume(o: KubeObject): KubeObject | undefined {
+  const pv = record(o, 'not-an-object');
+  const meta = record(pv.metadata, 'metadata');
+  const name = text(meta.name, 'metadata.name', MAX_NAME);
+  const resourceVersion = optionalText(meta.resourceVersion, 'metadata.resourceVersion', MAX_TOKEN);
+  const spec = record(pv.spec, 'spec');
+  const csi = optionalRecord(spec.csi, 'spec.csi');
+  if (!csi) return undefined;
+  const driver = text(csi.driver, 'spec.csi.driver', MAX_NAME);
+  if (driver !== HARVESTER_CSI_DRIVER) return undefined;
+  const volumeHandle = text(csi.volumeHandle, 'spec.csi.volumeHandle', MAX_NAME);
+  const ref = optionalRecord(spec.claimRef, 'spec.claimRef');
+  const claimNamespace = ref && optionalText(ref.namespace, 'spec.claimRef.namespace', MAX_NAMESPACE);
+  const claimName = ref && optionalText(ref.name, 'spec.claimRef.name', MAX_NAME);
   return {
-    metadata: {
-      name: pv.metadata.name,
-      ...(pv.metadata.resourceVersion ? { resourceVersion: pv.metadata.resourceVersion } : {}),
+    metadata: { name, ...(resourceVersion ? { resourceVersion } : {}) },
+    spec: {
+      csi: { driver: HARVESTER_CSI_DRIVER, volumeHandle },
+      ...(ref ? { claimRef: { namespace: claimNamespace, name: claimName } } : {}),
     },
-    spec:
-      csi?.driver === HARVESTER_CSI_DRIVER
-        ? {
-            csi: { driver: csi.driver, volumeHandle: csi.volumeHandle },
-            ...(ref ? { claimRef: { namespace: ref.namespace, name: ref.name } } : {}),
-          }
-        : {},
   } as PersistentVolume;
+}
+
+/** The guest's PVs as kept (slimPersistentVolume), the malformed ones dropped and counted. */
+export function keptVolumes(
+  items: readonly unknown[],
+  onDropped: (reason: string) => void,
+): PersistentVolume[] {
+  const slim = shapeChecked(slimPersistentVolume, onDropped);
+  const out: PersistentVolume[] = [];
+  for (const item of items) {
+    const kept = slim(item as KubeObject);
+    if (kept) out.push(kept as PersistentVolume);
+  }
+  return out;
+}
+
+/**
+ * The guest's PVs of the Harvester CSI driver read once (the last inventory), in pages of
+ * GUEST_PAGE_SIZE through the watch's shape check, within the watch's bounds: more than `bound`
+ * PVs, more pages than that fills (plus 10), or a continue token given twice or too long throws
+ * CacheBoundExceeded.
+ */
+export async function listGuestVolumes(
+  client: Pick<KubeClient, 'list'>,
+  bound: number,
+  onDropped: (reason: string) => void,
+): Promise<PersistentVolume[]> {
+  const maxPages = Math.ceil(bound / GUEST_PAGE_SIZE) + 10;
+  const kept: PersistentVolume[] = [];
+  const tokens = new Set<string>();
+  let next: string | undefined;
+  for (let pages = 1; ; pages++) {
+    if (pages > maxPages)
+      throw new CacheBoundExceeded(
+        'PersistentVolume',
+        bound,
+        `the list goes on past ${maxPages} pages of ${GUEST_PAGE_SIZE} (a bound of ${bound} objects)`,
+      );
+    const page = await client.list<PersistentVolume>(Resources.persistentVolume, {
+      limit: GUEST_PAGE_SIZE,
+      ...(next ? { continue: next } : {}),
+    });
+    const items: unknown = page.items;
+    kept.push(...keptVolumes(Array.isArray(items) ? (items as unknown[]) : [], onDropped));
+    if (kept.length > bound)
+      throw new CacheBoundExceeded('PersistentVolume', bound, `more than ${bound} objects listed`);
+    const token: unknown = (page.metadata as { continue?: unknown } | undefined)?.continue;
+    if (typeof token !== 'string' || token === '') return kept;
+    if (token.length > MAX_CONTINUE_TOKEN || tokens.has(token))
+      throw new CacheBoundExceeded(
+        'PersistentVolume',
+        bound,
+        'the list gave the same continue token twice, or one too long (it would never end)',
+      );
+    tokens.add(token);
+    next = token;
+  }
+}
+
+/** What of a kept PV the record reads: a change elsewhere (its resourceVersion) is no news. */
+const recordedPart = (pv: PersistentVolume | undefined): string =>
+  pv
+    ? `${pv.metadata.name}|${pv.spec.csi?.volumeHandle ?? ''}|${pv.spec.claimRef?.namespace ?? ''}/${pv.spec.claimRef?.name ?? ''}`
+    : '';
+
+/** Over its budget: a bound of the cache, or an answer over the cap. */
+export function isOverBudget(err: unknown): boolean {
+  return err instanceof CacheBoundExceeded || isTooLarge(err);
 }
 
 export class GuestWatches {
@@ -121,6 +241,22 @@ export class GuestWatches {
 
   private now(): number {
     return (this.deps.now ?? Date.now)();
+  }
+
+  get maxVolumes(): number {
+    return this.deps.maxVolumes ?? DEFAULT_GUEST_MAX_VOLUMES;
+  }
+
+  /**
+   * An error as a line for the status and Events. Over budget, the words stay the same from one
+   * try to the next (no count, no token), so the Event is written once per change of state.
+   */
+  private describe(err: unknown): string {
+    if (err instanceof CacheBoundExceeded)
+      return `over its budget of ${this.maxVolumes} PersistentVolumes of the Harvester CSI driver: ${err.message.replace(/^[^:]*: /, '')}`;
+    if (isTooLarge(err))
+      return `over its budget: ${describe(err).replace(/^.*?: (response|watch event) larger/, '$1 larger')}`;
+    return describe(err);
   }
 
   /**
@@ -163,7 +299,8 @@ export class GuestWatches {
   /** The cluster's Harvester volumes as last watched; undefined before the first list. */
   volumes(cluster: ObjectKey): GuestVolumeList | undefined {
     const watch = this.watches.get(formatKey(cluster));
-    if (!watch?.synced || !watch.informer) return undefined;
+    // Over budget: what is cached is not all the guest has; nothing is recorded from it.
+    if (!watch?.synced || !watch.informer || watch.state === 'over-budget') return undefined;
     return harvesterVolumes(watch.informer.list());
   }
 
@@ -261,7 +398,9 @@ export class GuestWatches {
       if (watch.stopped) return;
       watch.client = client;
       const informer = new Informer<PersistentVolume>(client, Resources.persistentVolume, {
-        transform: slimPersistentVolume,
+        transform: shapeChecked(slimPersistentVolume, (reason) => this.deps.onDropped?.(reason)),
+        maxObjects: this.maxVolumes,
+        pageSize: GUEST_PAGE_SIZE,
         backoff: { initialMs: backoff.initialMs, maxMs: backoff.maxMs },
         logger: this.deps.logger.child({ guestCluster: formatKey(watch.key) }),
         onListed: () => {
@@ -270,12 +409,18 @@ export class GuestWatches {
         },
         onFailure: (err, pauseMs) => {
           watch.failures++;
-          this.setState(watch, 'unreachable', describe(err));
+          this.setState(watch, isOverBudget(err) ? 'over-budget' : 'unreachable', this.describe(err));
           // Rancher rewrites the Secret with a new token when the old one stops working.
           if (isCredentialRejected(err)) this.restart(watch, pauseMs);
         },
       });
-      informer.on(() => watch.synced && this.deps.onChange(watch.key));
+      // Only news the record reads: a guest that rewrites its PVs forever costs no reconciles.
+      informer.on(
+        (e) =>
+          watch.synced &&
+          (e.type !== 'MODIFIED' || recordedPart(e.object) !== recordedPart(e.old)) &&
+          this.deps.onChange(watch.key),
+      );
       watch.informer = informer;
       await informer.start();
       watch.connecting = false;
@@ -295,8 +440,10 @@ export class GuestWatches {
         ? 'no-kubeconfig'
         : err instanceof NoKubeconfig || err instanceof KubeconfigError
           ? 'unusable'
-          : 'unreachable';
-      this.setState(watch, state, describe(err));
+          : isOverBudget(err)
+            ? 'over-budget'
+            : 'unreachable';
+      this.setState(watch, state, this.describe(err));
       if (absent && watch.signal !== 'written') {
         // Rancher has not said it wrote the Secret: its next event of the cluster brings us back.
         if (watch.again && watch.signal !== 'not-yet') void this.connect(watch);

@@ -25,6 +25,8 @@ export interface KubeconfigClientOptions {
   requestTimeoutMs?: number;
   /** Called once per request sent through any of the clients (the guest request count). */
   onRequest?: (method: string, path: string) => void;
+  /** The most one answer or watch event may hold, unpacked (a guest's apiserver: a few MiB). */
+  maxResponseBytes?: number;
 }
 
 /**
@@ -62,6 +64,9 @@ export class KubeconfigClients {
           // The work queue retries with backoff; a cleanup attempt itself stays short.
           retry: { attempts: 2, baseDelayMs: 200, maxDelayMs: 1_000 },
           ...(this.options.onRequest ? { onRequest: this.options.onRequest } : {}),
+          ...(this.options.maxResponseBytes !== undefined
+            ? { maxResponseBytes: this.options.maxResponseBytes }
+            : {}),
         });
       } catch (err) {
         // What the checks above let through (certificate data that does not parse, ...): the

@@ -84,6 +84,11 @@ export function controllerMetrics(options: { registry?: Registry; processMetrics
       ['api', 'verb'],
     ),
     leader: gauge('harvester_machine_controller_leader', '1 while this replica holds the Lease.'),
+    droppedObjects: counter(
+      'harvester_machine_objects_dropped_total',
+      "Objects dropped where they enter a cache because a field read later has the wrong type or an absurd size, by source (guest: a guest cluster's apiserver; rancher: Rancher's local cluster), kind and the field (reason).",
+      ['source', 'kind', 'reason'],
+    ),
     // ---- what controller-runtime and client-go expose, under their names ----
     leaderElection: gauge(
       'leader_election_master_status',

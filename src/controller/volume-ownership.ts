@@ -35,7 +35,7 @@ import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure 
 import type { EventRecorder } from './events.js';
 import type { GuestVolumesMode } from './config.js';
 import type { HarvesterClients } from './harvester-access.js';
-import type { GuestWatches, GuestWatchState } from './guest-watches.js';
+import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
 
 
@@ -47,6 +47,7 @@ export const OwnershipReasons = {
   unreachable: 'GuestClusterUnreachable',
   watching: 'GuestClusterWatched',
   inventoried: 'GuestVolumesInventoried',
+  overBudget: 'GuestClusterOverBudget',
 } as const;
 
 export function ownershipMetrics(registry: Registry) {
@@ -86,6 +87,11 @@ export function ownershipMetrics(registry: Registry) {
     malformed: new Counter({
       name: 'harvester_machine_guest_malformed_volumes_total',
       help: "Entries of a guest's PersistentVolume list that are no PersistentVolume (dropped), at inventories.",
+      registers: [registry],
+    }),
+    overBudget: new Gauge({
+      name: 'harvester_machine_guests_over_budget',
+      help: 'Guest clusters over their budget (more PersistentVolumes of the Harvester CSI driver than --guest-max-volumes, a list that never ends, an answer over the cap): their volumes are not recorded until they are back within it.',
       registers: [registry],
     }),
     inventories: new Counter({
@@ -131,6 +137,8 @@ export interface VolumeOwnershipDeps {
   logger: Logger;
   mode: GuestVolumesMode;
   onCredentialRejected: (secretKey: string) => void;
+  /** A guest's PV dropped as malformed (the last inventory's read). */
+  onDropped?: (reason: string) => void;
   now?: () => number;
 }
 
@@ -177,6 +185,13 @@ export class VolumeOwnership {
         OwnershipReasons.watching,
         `watching the PersistentVolumes of guest cluster ${name} in its own apiserver`,
       );
+    else if (state === 'over-budget')
+      this.record(
+        cluster,
+        'Warning',
+        OwnershipReasons.overBudget,
+        `guest cluster ${name} is over its budget: ${detail}; what it answered is not kept, its host volumes are not recorded from it, and it is asked again with backoff`,
+      );
     else if (state !== 'connecting' && state !== 'waiting')
       this.record(
         cluster,
@@ -187,10 +202,12 @@ export class VolumeOwnership {
   }
 
   publishWatches(): void {
+    const counts = this.deps.watches.counts();
     replaceAll(
       this.deps.metrics.watches,
-      [...this.deps.watches.counts()].map(([state, n]) => [{ state }, n]),
+      [...counts].map(([state, n]) => [{ state }, n]),
     );
+    this.deps.metrics.overBudget.set(counts.get('over-budget') ?? 0);
   }
 
   /** When the cluster was made, as Rancher's apiserver wrote it (kept once seen). */
@@ -284,8 +301,11 @@ export class VolumeOwnership {
     let source: string;
     try {
       const client = await this.deps.watches.client(cluster);
-      const pvs = await client.list<PersistentVolume>(Resources.persistentVolume, {});
-      list = harvesterVolumes(pvs.items);
+      list = harvesterVolumes(
+        await listGuestVolumes(client, this.deps.watches.maxVolumes, (reason) =>
+          this.deps.onDropped?.(reason),
+        ),
+      );
       if (list.malformed > 0) this.deps.metrics.malformed.inc(list.malformed);
       source = "the guest cluster's apiserver";
       this.deps.metrics.inventories.inc({ source: 'guest' });

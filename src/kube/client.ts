@@ -45,6 +45,8 @@ export interface KubeClientOptions {
   environment?: Readonly<Record<string, string | undefined>>;
   /** Ask for gzipped answers (default true; TransportOptions.compression). */
   compression?: boolean;
+  /** The most one answer or watch event may hold, unpacked (TransportOptions.maxResponseBytes). */
+  maxResponseBytes?: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 250, maxDelayMs: 8_000 };
@@ -131,6 +133,7 @@ export class KubeClient {
     this.transport = new Transport(kubeConfig, describeCredential(kubeConfig), {
       ...(options.environment ? { environment: options.environment } : {}),
       ...(options.compression !== undefined ? { compression: options.compression } : {}),
+      ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
     });
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.retry = options.retry ?? DEFAULT_RETRY;

@@ -58,6 +58,8 @@ export class KubeError extends Error {
       proxyStatusCode?: number;
       /** An admission webhook refused the request (admissionDenial). */
       denial?: AdmissionDenial;
+      /** The answer (or one watch event) was larger than the client's cap. */
+      tooLarge?: boolean;
       cause?: unknown;
     } = {},
   ) {
@@ -67,6 +69,11 @@ export class KubeError extends Error {
   get statusCode(): number | undefined {
     return this.extra.statusCode;
   }
+}
+
+/** An answer or watch event larger than the client's cap (TransportOptions.maxResponseBytes). */
+export function isTooLarge(err: unknown): boolean {
+  return err instanceof KubeError && err.extra.tooLarge === true;
 }
 
 /** A KubeError (of one of `kinds`, when any are named). */

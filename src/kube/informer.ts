@@ -2,7 +2,7 @@
 // then a watch from its resourceVersion, resumed when it ends, relisted after 410 or an
 // error, so handlers see every change exactly as the cache does. Re-opening is paced by
 // watch-backoff.ts: errors and watches that end at once without events back off.
-import { formatKey, keyOf } from '../api/object-key.js';
+import { formatKey, keyOf, type ObjectKey } from '../api/object-key.js';
 import type { KubeClient } from './client.js';
 import { isKubeError, isRetryable } from './errors.js';
 import type { KubeObject, ResourceType } from './resources.js';
@@ -24,9 +24,18 @@ export interface InformerOptions {
   logger?: Logger;
   /**
    * Applied to every object before it is cached and handed to handlers (client-go's
-   * SetTransform): keep only the fields used, so a large cache stays small.
+   * SetTransform): keep only the fields used, so a large cache stays small. Undefined drops
+   * the object (not wanted, or not of the shape the cache's readers rely on): a list leaves it
+   * out, and a watch event that drops an object already cached removes it, as a deletion would.
    */
-  transform?: (obj: KubeObject) => KubeObject;
+  transform?: (obj: KubeObject) => KubeObject | undefined;
+  /**
+   * The most objects the cache may hold (a bound on what someone else's apiserver can make us
+   * keep). A list that would exceed it, or has more pages than it can fill, and a watch event
+   * that would add one more, fail with CacheBoundExceeded: the cache keeps what it had, and the
+   * informer lists again after its backoff (onFailure is told). Default: no bound.
+   */
+  maxObjects?: number;
   /** Objects per list request (default 500). */
   pageSize?: number;
   /** Pacing of relists and re-opened watches (see watch-backoff.ts); the defaults suit production. */
@@ -45,6 +54,73 @@ interface WatchRound {
   /** Events delivered, bookmarks included. */
   events: number;
   error?: Error;
+}
+
+/**
+ * The server answered more than the informer's bound allows (more objects, more pages, or a
+ * continue token given twice): nothing of that answer is kept.
+ */
+export class CacheBoundExceeded extends Error {
+  constructor(
+    readonly kind: string,
+    readonly limit: number,
+    what: string,
+  ) {
+    super(`${kind}: ${what}`);
+    this.name = 'CacheBoundExceeded';
+  }
+}
+
+/**
+ * kube-apiserver's continue tokens are base64 of a small JSON (a resourceVersion and an etcd key):
+ * a few hundred characters. Each is kept until the list ends (to see one come back) and sent.
+ */
+export const MAX_CONTINUE_TOKEN = 8192;
+
+/** The next page's continue token, if any; a token too long or given before ends the list. */
+function nextPage(
+  token: unknown,
+  tokens: Set<string>,
+  kind: string,
+  bound: number | undefined,
+): string | undefined {
+  if (typeof token !== 'string' || token === '') return undefined;
+  if (token.length > MAX_CONTINUE_TOKEN)
+    throw new CacheBoundExceeded(
+      kind,
+      bound ?? 0,
+      `the list gave a continue token longer than ${MAX_CONTINUE_TOKEN} characters`,
+    );
+  if (tokens.has(token))
+    throw new CacheBoundExceeded(
+      kind,
+      bound ?? 0,
+      'the list gave the same continue token twice (it would never end)',
+    );
+  tokens.add(token);
+  return token;
+}
+
+/** Pages a bounded list may take beyond what its bound fills (a server may answer short pages). */
+const SPARE_PAGES = 10;
+
+/** What a watch event's object says of itself, whatever its shape. */
+function rawMeta(o: unknown): {
+  isObject: boolean;
+  name?: unknown;
+  namespace?: unknown;
+  resourceVersion?: unknown;
+} {
+  if (typeof o !== 'object' || o === null) return { isObject: false };
+  const m = (o as { metadata?: unknown }).metadata;
+  if (typeof m !== 'object' || m === null) return { isObject: true };
+  const meta = m as Record<string, unknown>;
+  return {
+    isObject: true,
+    name: meta.name,
+    namespace: meta.namespace,
+    resourceVersion: meta.resourceVersion,
+  };
 }
 
 /** The cache's own index: "namespace/name" (a Map needs a string). */
@@ -156,8 +232,8 @@ export class Informer<T extends KubeObject> {
     }
   }
 
-  private transform(obj: T): T {
-    return this.options.transform ? (this.options.transform(obj) as T) : obj;
+  private transform(obj: T): T | undefined {
+    return this.options.transform ? (this.options.transform(obj) as T | undefined) : obj;
   }
 
   private emit(e: InformerEvent<T>): void {
@@ -228,26 +304,52 @@ export class Informer<T extends KubeObject> {
     }
   }
 
-  private async relist(): Promise<string | undefined> {
+  /** Every page of the list, transformed, within the bound; and the list's resourceVersion. */
+  private async listAll(): Promise<{ items: T[]; resourceVersion: string | undefined }> {
     // In pages: one response holding thousands of objects would be parsed whole before
     // the transform could shrink them, and the heap keeps the high-water mark.
     const items: T[] = [];
-    let list: { apiVersion?: string; metadata: { resourceVersion?: string; continue?: string } };
+    let resourceVersion: unknown;
     let next: string | undefined;
+    const pageSize = this.options.pageSize ?? 500;
+    const bound = this.options.maxObjects;
+    const maxPages = bound === undefined ? Infinity : Math.ceil(bound / pageSize) + SPARE_PAGES;
+    const tokens = new Set<string>();
+    let pages = 0;
     do {
+      if (++pages > maxPages)
+        throw new CacheBoundExceeded(
+          this.type.kind,
+          bound ?? 0,
+          `the list goes on past ${maxPages} pages of ${pageSize} (a bound of ${bound} objects)`,
+        );
       const page = await this.client.list<T>(this.type, {
         ...(this.options.namespace !== undefined ? { namespace: this.options.namespace } : {}),
         ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
         ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
-        limit: this.options.pageSize ?? 500,
+        limit: pageSize,
         ...(next ? { continue: next } : {}),
       });
+      const pageItems: unknown = page.items;
+      if (!Array.isArray(pageItems))
+        throw new Error(`list ${this.type.kind}: the answer has no list of items`);
       // Lists omit apiVersion/kind on items; handlers may want them.
-      for (const item of page.items)
-        items.push(this.transform({ apiVersion: page.apiVersion, kind: this.type.kind, ...item }));
-      list = page;
-      next = page.metadata.continue || undefined;
+      for (const item of pageItems as T[]) {
+        if (typeof item !== 'object' || item === null) continue;
+        const kept = this.transform({ apiVersion: page.apiVersion, kind: this.type.kind, ...item });
+        if (!kept) continue;
+        if (bound !== undefined && items.length >= bound)
+          throw new CacheBoundExceeded(this.type.kind, bound, `more than ${bound} objects listed`);
+        items.push(kept);
+      }
+      resourceVersion = page.metadata?.resourceVersion;
+      next = nextPage(page.metadata?.continue, tokens, this.type.kind, bound);
     } while (next);
+    return { items, resourceVersion: typeof resourceVersion === 'string' ? resourceVersion : undefined };
+  }
+
+  private async relist(): Promise<string | undefined> {
+    const { items, resourceVersion } = await this.listAll();
     const seen = new Set<string>();
     for (const obj of items) {
       const key = cacheKey(obj);
@@ -264,7 +366,7 @@ export class Informer<T extends KubeObject> {
         this.emit({ type: 'DELETED', object: old });
       }
     }
-    return list.metadata.resourceVersion;
+    return resourceVersion;
   }
 
   private async watchOnce(resourceVersion: string | undefined): Promise<WatchRound> {
@@ -283,11 +385,27 @@ export class Informer<T extends KubeObject> {
       },
       (event) => {
         events++;
-        rv = event.object.metadata.resourceVersion ?? rv;
+        const raw = rawMeta(event.object);
+        if (typeof raw.resourceVersion === 'string') rv = raw.resourceVersion;
         if (event.type === 'BOOKMARK') return;
-        const object = this.transform(event.object);
+        const object = raw.isObject ? this.transform(event.object) : undefined;
+        if (!object) {
+          // Not kept: if an object of that name was, it is gone from the cache.
+          const { name, namespace } = raw;
+          if (typeof name !== 'string' || (namespace !== undefined && typeof namespace !== 'string')) return;
+          const key = formatKey({ name, ...(namespace !== undefined ? { namespace } : {}) } as ObjectKey);
+          const old = this.cache.get(key);
+          if (old) {
+            this.remove(key, old);
+            this.emit({ type: 'DELETED', object: old });
+          }
+          return;
+        }
         const key = cacheKey(object);
         const old = this.cache.get(key);
+        const bound = this.options.maxObjects;
+        if (event.type !== 'DELETED' && !old && bound !== undefined && this.cache.size >= bound)
+          throw new CacheBoundExceeded(this.type.kind, bound, `a watch event would add object ${bound + 1}`);
         if (event.type === 'DELETED') {
           if (old) this.remove(key, old);
           this.emit({ type: 'DELETED', object });

@@ -5,8 +5,8 @@
 // ends cannot freeze it.
 import assert from 'node:assert/strict';
 import type http from 'node:http';
-import { beforeEach, describe, it } from 'node:test';
-import { Informer, type InformerEvent, type InformerOptions } from './informer.js';
+import { after, beforeEach, describe, it } from 'node:test';
+import { CacheBoundExceeded, Informer, type InformerEvent, type InformerOptions } from './informer.js';
 import { Resources, type KubeObject } from './resources.js';
 import {
   useScriptedServer,
@@ -25,6 +25,9 @@ const informers: Array<Informer<KubeObject>> = [];
 beforeEach(async () => {
   for (const i of informers.splice(0)) await i.stop();
   scripted.server.requests.length = 0;
+});
+after(async () => {
+  for (const i of informers.splice(0)) await i.stop();
 });
 
 function informer(options: InformerOptions = {}): { informer: Informer<KubeObject>; seen: string[] } {
@@ -272,5 +275,124 @@ describe('Informer', () => {
     const i = new Informer<KubeObject>(scripted.server.client(), Resources.secret, { namespace: 'default' });
     informers.push(i);
     await assert.rejects(i.start(), /cannot list secrets/);
+  });
+});
+
+// The bound on what someone else's apiserver can make a cache hold (maxObjects), and the
+// transform that drops what is not wanted or not of the shape read later.
+describe('Informer with a bound', () => {
+  const names = (i: Informer<KubeObject>): string[] =>
+    i
+      .list()
+      .map((o) => o.metadata.name)
+      .sort();
+  const page = (req: ScriptedRequest, total: number, token: (n: number) => string): unknown => {
+    const limit = Number(req.query.get('limit'));
+    const from = Number(req.query.get('continue')?.split('-')[1] ?? 0);
+    const items = Array.from({ length: Math.min(limit, total - from) }, (_, k) =>
+      secret(`s${from + k}`, '5'),
+    );
+    return {
+      ...(secretList('5', items) as object),
+      metadata: { resourceVersion: '5', ...(from + limit < total ? { continue: token(from + limit) } : {}) },
+    };
+  };
+
+  it('fails a list of more objects than the bound, keeping nothing of it; a list within it syncs', async () => {
+    let total = 12;
+    script = (req, res) =>
+      isList(req)
+        ? answerJson(
+            res,
+            200,
+            page(req, total, (n) => `at-${n}`),
+          )
+        : hang(res);
+    const over = informer({ maxObjects: 10, pageSize: 4 }).informer;
+    await assert.rejects(
+      over.start(),
+      (err: unknown) => err instanceof CacheBoundExceeded && /more than 10/.test(err.message),
+    );
+    assert.equal(over.size, 0);
+    // Only as many pages as the bound fills, plus the one that went past it.
+    assert.equal(scripted.server.lists().length, 3);
+    total = 10;
+    const within = informer({ maxObjects: 10, pageSize: 4 }).informer;
+    await within.start();
+    assert.equal(within.size, 10);
+  });
+
+  it('ends a list that never ends: the same continue token twice, or more pages than the bound fills', async () => {
+    script = (req, res) =>
+      isList(req)
+        ? answerJson(res, 200, {
+            ...(secretList('5', []) as object),
+            metadata: { resourceVersion: '5', continue: 'again' },
+          })
+        : hang(res);
+    await assert.rejects(informer({ maxObjects: 10 }).informer.start(), /same continue token twice/);
+    let n = 0;
+    script = (req, res) =>
+      isList(req)
+        ? answerJson(res, 200, {
+            ...(secretList('5', []) as object),
+            metadata: { resourceVersion: '5', continue: `t${n++}` },
+          })
+        : hang(res);
+    scripted.server.requests.length = 0;
+    await assert.rejects(informer({ maxObjects: 10, pageSize: 5 }).informer.start(), /past 12 pages/);
+    assert.equal(scripted.server.lists().length, 12);
+  });
+
+  it('a watch that would add one object past the bound fails; the cache stays at the bound and lists again', async () => {
+    let watches = 0;
+    script = (req, res) => {
+      if (isList(req)) return answerJson(res, 200, secretList('5', [secret('a', '5')]));
+      watches++;
+      if (watches > 1) return hang(res);
+      // Endless in effect: far more new objects than the bound.
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      for (let k = 0; k < 200; k++) res.write(watchLine('ADDED', secret(`w${k}`, String(6 + k))));
+    };
+    const failures: string[] = [];
+    const { informer: i } = informer({
+      maxObjects: 3,
+      backoff: { initialMs: 10, maxMs: 10 },
+      onFailure: (err) => failures.push(err.message),
+    });
+    await i.start();
+    await scripted.server.arrival(2, isList, 'the list after the failed watch');
+    assert.match(failures[0] ?? '', /a watch event would add object 4/);
+    assert.ok(i.size <= 3, `${i.size} cached`);
+  });
+
+  it('drops what the transform does not keep; a watch event that drops a cached object removes it', async () => {
+    let watches = 0;
+    script = (req, res) => {
+      if (isList(req))
+        return answerJson(
+          res,
+          200,
+          secretList('5', [secret('keep', '5'), secret('drop-me', '5'), secret('b', '5')]),
+        );
+      watches++;
+      if (watches > 1) return hang(res);
+      // "b" comes back in a shape the transform refuses.
+      stream(
+        res,
+        watchLine('MODIFIED', { ...secret('b', '6'), data: { bad: 'yes' } }),
+        watchLine('ADDED', 7),
+      );
+    };
+    const { informer: i, seen } = informer({
+      transform: (o) =>
+        o.metadata.name.startsWith('drop') || (o as { data?: Record<string, string> }).data?.bad !== undefined
+          ? undefined
+          : o,
+    });
+    await i.start();
+    await scripted.server.arrival(2, isWatch, 'the second watch');
+    assert.deepEqual(names(i), ['keep']);
+    assert.deepEqual(seen, ['ADDED keep', 'ADDED b', 'DELETED b']);
   });
 });

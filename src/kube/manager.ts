@@ -20,8 +20,8 @@ export interface CacheSpec {
   namespaces?: readonly string[];
   labelSelector?: string;
   fieldSelector?: string;
-  /** Shrinks each object before it is cached (the first spec of a shared cache sets it). */
-  transform?: (obj: KubeObject) => KubeObject;
+  /** Shrinks each object before it is cached, undefined drops it (the first spec of a shared cache sets it). */
+  transform?: (obj: KubeObject) => KubeObject | undefined;
 }
 
 /** A read-only view of one kind, filled by one informer per namespace scope. */

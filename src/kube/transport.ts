@@ -45,7 +45,8 @@ export interface HttpResponse {
   body: string;
 }
 
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
+/** The default cap on one answer (a list page, a watch event), counted as unpacked. */
+export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 export interface TransportOptions {
   /** Where HTTP_PROXY, HTTPS_PROXY and NO_PROXY are read (default: process.env). */
@@ -56,6 +57,19 @@ export interface TransportOptions {
    * gzip costs both sides CPU and saves nothing.
    */
   compression?: boolean;
+  /**
+   * The most bytes one answer may hold once unpacked (default 64 MiB): a list page, a whole
+   * answer, and each watch event. Lower for a server someone else runs (a guest cluster's
+   * apiserver): more is an error of this client's request, not of anyone else's.
+   */
+  maxResponseBytes?: number;
+}
+
+/** "64 MiB", "4 MiB", "1.5 KiB": a byte count as the errors name it. */
+export function describeBytes(n: number): string {
+  if (n >= 1_048_576) return `${+(n / 1_048_576).toFixed(1)} MiB`;
+  if (n >= 1024) return `${+(n / 1024).toFixed(1)} KiB`;
+  return `${n} bytes`;
 }
 
 export class Transport {
@@ -66,6 +80,8 @@ export class Transport {
   private tls: https.RequestOptions | undefined;
   private readonly tokenFile: TokenFile | undefined;
   private readonly compression: boolean;
+  /** TransportOptions.maxResponseBytes. */
+  readonly maxResponseBytes: number;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -79,6 +95,7 @@ export class Transport {
     const tokenPath = tokenFileOf(kubeConfig.getCurrentUser());
     this.tokenFile = tokenPath ? new TokenFile(tokenPath) : undefined;
     this.compression = options.compression ?? true;
+    this.maxResponseBytes = options.maxResponseBytes ?? MAX_BODY_BYTES;
   }
 
   /** "https://host:6443", or "https://host:6443 through proxy http://proxy:3128 (from HTTPS_PROXY)". */
@@ -234,10 +251,17 @@ export class Transport {
       }, remaining);
       stream.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > MAX_BODY_BYTES) {
+        if (size > this.maxResponseBytes) {
           clearTimeout(timer);
           abort();
-          reject(new KubeError('Unknown', req.operation, `${req.operation}: response larger than 64 MiB`));
+          reject(
+            new KubeError(
+              'Unknown',
+              req.operation,
+              `${req.operation}: response larger than ${describeBytes(this.maxResponseBytes)}${gzipped ? ' (unpacked)' : ''} from ${this.server.origin}`,
+              { tooLarge: true },
+            ),
+          );
           return;
         }
         chunks.push(chunk);

@@ -18,7 +18,13 @@ export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 export class LineSplitter {
   private buffered = '';
 
-  constructor(private readonly operation: string) {}
+  constructor(
+    private readonly operation: string,
+    /** The most one line may hold (MAX_LINE_BYTES, or the client's smaller answer cap). */
+    private readonly maxLineBytes = MAX_LINE_BYTES,
+    /** Named in the error: the server. */
+    private readonly from = '',
+  ) {}
 
   /** Hands on each complete non-empty line; throws once a partial line outgrows the limit. */
   push(chunk: string, onLine: (line: string) => void): void {
@@ -31,9 +37,18 @@ export class LineSplitter {
       if (line) onLine(line);
     }
     this.buffered += chunk.slice(start);
-    if (this.buffered.length > MAX_LINE_BYTES)
-      throw new KubeError('Unknown', this.operation, `${this.operation}: watch event larger than 16 MiB`);
+    if (this.buffered.length > this.maxLineBytes)
+      throw new KubeError(
+        'Unknown',
+        this.operation,
+        `${this.operation}: watch event larger than ${describeSize(this.maxLineBytes)}${this.from ? ` from ${this.from}` : ''}`,
+        { tooLarge: true },
+      );
   }
+}
+
+function describeSize(n: number): string {
+  return n >= 1_048_576 ? `${+(n / 1_048_576).toFixed(1)} MiB` : `${+(n / 1024).toFixed(1)} KiB`;
 }
 
 /** One line as an event; an ERROR event throws its Status as a KubeError. */

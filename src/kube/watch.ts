@@ -9,7 +9,7 @@
 import type http from 'node:http';
 import { describeOperation, resourcePath, type KubeObject, type ResourceType } from './resources.js';
 import type { Transport } from './transport.js';
-import { LineSplitter, decodeWatchLine, type WatchEvent } from './watch-decode.js';
+import { LineSplitter, MAX_LINE_BYTES, decodeWatchLine, type WatchEvent } from './watch-decode.js';
 import { StreamTimers } from './watch-timers.js';
 
 export type { WatchEvent, WatchEventType } from './watch-decode.js';
@@ -71,7 +71,12 @@ export function openWatch<T extends KubeObject>(
         if (!stopped) onEvent(event);
       },
       onBroken,
-      splitter: new LineSplitter(operation),
+      // A line is one event: the client's answer cap bounds it too (a guest's is a few MiB).
+      splitter: new LineSplitter(
+        operation,
+        Math.min(MAX_LINE_BYTES, transport.maxResponseBytes),
+        transport.server.origin,
+      ),
     });
   })();
   return {
