@@ -22,7 +22,6 @@ import {
   type RecordPath,
   harvesterVolumes,
 } from '../harvester/guest-volumes.js';
-import type { PersistentVolume } from '../api/core.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
 import type { PersistentVolumeClaim } from '../harvester/types.js';
 import { isConflict, type KubeClient, type ReconcileResult } from '../kube/index.js';
@@ -37,7 +36,6 @@ import type { GuestVolumesMode } from './config.js';
 import type { HarvesterClients } from './harvester-access.js';
 import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
-
 
 export const OwnershipReasons = {
   recorded: 'GuestVolumesRecorded',
