@@ -34,6 +34,50 @@ export interface StatusSummary {
   guestClusters: GuestWatchStatus[];
   /** The last inventory of each cluster whose whole deletion started: the volumes that go, and why. */
   lastInventories: Inventory[];
+  /** Entries of each list left out so that the ConfigMap fits (absent when nothing was). */
+  notShown?: Partial<Record<TrimmableList, number>>;
+}
+
+/** The summary's lists that may be cut to fit, most useful to keep last. */
+const TRIMMABLE = ['guestClusters', 'lastInventories', 'mismatches', 'gatesHeld', 'credentials'] as const;
+type TrimmableList = (typeof TRIMMABLE)[number];
+
+/**
+ * What the two keys of the ConfigMap may take together: a ConfigMap holds 1 MiB in all (its
+ * keys and metadata included), and a summary of thousands of clusters is larger than that.
+ */
+export const MAX_SUMMARY_BYTES = 900 * 1024;
+
+/** The ConfigMap's data for a summary, exactly as written. */
+export function summaryData(s: StatusSummary): Record<'summary.json' | 'summary.txt', string> {
+  return { 'summary.json': JSON.stringify(s, null, 2), 'summary.txt': renderSummaryText(s) };
+}
+
+function dataBytes(s: StatusSummary): number {
+  const data = summaryData(s);
+  return Buffer.byteLength(data['summary.json']) + Buffer.byteLength(data['summary.txt']);
+}
+
+/**
+ * Cuts the summary's lists until it fits `maxBytes`: each round halves the list that takes the
+ * most room, and counts what it left out (the text names it), so the ConfigMap is always written
+ * and always says what it does not show.
+ */
+export function fitSummary(s: StatusSummary, maxBytes = MAX_SUMMARY_BYTES): StatusSummary {
+  let fitted = s;
+  while (dataBytes(fitted) > maxBytes) {
+    const sizes = TRIMMABLE.map((list) => ({ list, bytes: JSON.stringify(fitted[list]).length }));
+    const largest = sizes.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+    const entries: unknown[] = fitted[largest.list];
+    if (entries.length === 0) break;
+    const keep = Math.floor(entries.length / 2);
+    const notShown = {
+      ...fitted.notShown,
+      [largest.list]: (fitted.notShown?.[largest.list] ?? 0) + entries.length - keep,
+    };
+    fitted = { ...fitted, [largest.list]: entries.slice(0, keep), notShown };
+  }
+  return fitted;
 }
 
 /** Referrers listed per credential in the summary; the rest are counted. */
@@ -55,7 +99,7 @@ export function buildSummary(input: {
   guestWatches?: GuestWatchStatus[];
   inventories?: Inventory[];
 }): StatusSummary {
-  return {
+  return fitSummary({
     schemaVersion: 1,
     generatedAt: input.now.toISOString(),
     holder: input.holder,
@@ -79,7 +123,7 @@ export function buildSummary(input: {
     })),
     guestClusters: input.guestWatches ?? [],
     lastInventories: input.inventories ?? [],
-  };
+  });
 }
 
 export function renderSummaryText(s: StatusSummary): string {
@@ -129,6 +173,12 @@ export function renderSummaryText(s: StatusSummary): string {
       `  ${m.referrer} uses ${m.expired}; cluster ${m.cluster} has valid ${m.valid}`,
       `    fix: ${m.fix}`,
     );
+  const notShown = Object.entries(s.notShown ?? {}).filter(([, n]) => n > 0);
+  if (notShown.length)
+    lines.push(
+      '',
+      `Not shown (a ConfigMap holds 1 MiB): ${notShown.map(([list, n]) => `${n} more of ${list}`).join(', ')}`,
+    );
   return lines.join('\n') + '\n';
 }
 
@@ -159,11 +209,7 @@ export class StatusWriter {
   async flush(): Promise<void> {
     if (!this.dirty) return;
     this.dirty = false;
-    const summary = this.build();
-    const data = {
-      'summary.json': JSON.stringify(summary, null, 2),
-      'summary.txt': renderSummaryText(summary),
-    };
+    const data = summaryData(this.build());
     try {
       try {
         await this.client.patch(Resources.configMap, this.at, { data });

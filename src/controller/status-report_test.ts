@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildSummary, MAX_REFERRERS, renderSummaryText } from './status-report.js';
+import {
+  buildSummary,
+  MAX_REFERRERS,
+  MAX_SUMMARY_BYTES,
+  renderSummaryText,
+  summaryData,
+} from './status-report.js';
 
 describe('status summary', () => {
   it('lists credentials, held gates and mismatches, with the fix, and no secret', () => {
@@ -131,5 +137,61 @@ describe('status summary', () => {
     );
     // Both keys of the ConfigMap together, far below its 1 MiB.
     assert.ok(JSON.stringify(s, null, 2).length + text.length < 100_000);
+  });
+
+  it('fits the ConfigMap at Rancher’s scale: every list cut to fit, what is left out counted and named', () => {
+    const since = '2026-12-07T00:00:00.000Z';
+    const clusters = Array.from(
+      { length: 2_000 },
+      (_, i) => `fleet-default/cluster-${String(i).padStart(5, '0')}`,
+    );
+    const s = buildSummary({
+      now: new Date(since),
+      holder: 'hm-0',
+      credentials: Array.from({ length: 200 }, (_, i) => ({
+        secret: `cattle-global-data/cc-${i}`,
+        health: { state: 'valid', detail: 'accepted by Harvester at the last probe' },
+        probe: 'ok' as const,
+        version: '1',
+      })),
+      referencedBy: (secret) => clusters.slice(0, 30).map((c) => `machine pool p of ${c} (${secret})`),
+      held: clusters.map((machine) => ({
+        machine,
+        reason: 'HarvesterUnreachable',
+        message: `Harvester did not answer for ${machine}: dial tcp 127.0.0.1:6443: connect: connection refused`,
+        since,
+        releaseBy: since,
+      })),
+      mismatches: [],
+      guestWatches: clusters.map((cluster) => ({
+        cluster,
+        state: 'waiting' as const,
+        since,
+        detail: `Rancher has not written Secret ${cluster}-kubeconfig yet (the provisioning Cluster's status.clientSecretName is empty); it is read once Rancher names it`,
+      })),
+    });
+    const data = summaryData(s);
+    const bytes = Buffer.byteLength(data['summary.json']) + Buffer.byteLength(data['summary.txt']);
+    assert.ok(bytes <= MAX_SUMMARY_BYTES, `${bytes} bytes`);
+    assert.equal(s.guestClusters.length + (s.notShown?.guestClusters ?? 0), 2_000);
+    assert.equal(s.gatesHeld.length + (s.notShown?.gatesHeld ?? 0), 2_000);
+    assert.equal(s.credentials.length + (s.notShown?.credentials ?? 0), 200);
+    assert.ok((s.notShown?.guestClusters ?? 0) > 0);
+    assert.match(data['summary.txt'], /Not shown \(a ConfigMap holds 1 MiB\): .*more of guestClusters/);
+  });
+
+  it('leaves a summary that fits as it is', () => {
+    const s = buildSummary({
+      now: new Date('2026-12-07T00:00:00Z'),
+      holder: 'hm-0',
+      credentials: [],
+      referencedBy: () => [],
+      held: [],
+      mismatches: [],
+      guestWatches: [{ cluster: 'fleet-default/c1', state: 'waiting', since: 'a', detail: 'd' }],
+    });
+    assert.equal(s.notShown, undefined);
+    assert.equal(s.guestClusters.length, 1);
+    assert.doesNotMatch(renderSummaryText(s), /Not shown/);
   });
 });
