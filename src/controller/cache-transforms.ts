@@ -30,6 +30,7 @@ import {
   checkMeta,
   isRecord,
   optionalRecord,
+  MAX_SECRET_VALUE,
   optionalStringMap,
   optionalText,
   record,
@@ -250,7 +251,7 @@ export function slimSecret(o: KubeObject): KubeObject {
   const raw = o as unknown as Record<string, unknown>;
   optionalText(raw.type, 'type');
   // Values are base64 (a kubeconfig of a few KiB); the data of a Secret is at most 1 MiB.
-  if (isRecord(raw.data)) optionalStringMap(raw.data, 'data');
+  if (isRecord(raw.data)) optionalStringMap(raw.data, 'data', MAX_SECRET_VALUE);
   else if (raw.data !== undefined && raw.data !== null) throw new Malformed('data');
   const s = o as SecretObject;
   const harvester = isHarvesterCredential(s);

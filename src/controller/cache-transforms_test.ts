@@ -291,4 +291,14 @@ describe('cache transforms: shape checks', () => {
     assert.equal(reason(slimSecret, { metadata: meta, data: { kubeconfig: 5 } }), 'data');
     assert.equal(reason(slimSecret, { metadata: { ...meta, name: 'n'.repeat(300) } }), 'metadata.name');
   });
+
+  it('keeps an oversized cloud credential, so the credential checks mark it invalid naming the field', () => {
+    // 300 KiB of kubeconfig, base64: past an annotation's bound, within a Secret's 1 MiB.
+    const kubeconfig = Buffer.from('x'.repeat(300 * 1024)).toString('base64');
+    const credential = {
+      metadata: { name: 'cc-big', namespace: 'cattle-global-data' },
+      data: { 'harvestercredentialConfig-kubeconfigContent': kubeconfig },
+    };
+    assert.equal(reason(slimSecret, credential), 'kept');
+  });
 });

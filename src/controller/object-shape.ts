@@ -47,14 +47,24 @@ export function optionalText(v: unknown, reason: string, max = MAX_NAME): string
   return v;
 }
 
-/** Labels or annotations: absent, or a record of strings, bounded in count and size. */
-export function optionalStringMap(v: unknown, reason: string): Record<string, string> | undefined {
+/**
+ * A Secret's values are base64 of at most Kubernetes' 1 MiB per Secret: an oversized credential
+ * must reach the credential checks, which mark it invalid naming the field, not vanish here.
+ */
+export const MAX_SECRET_VALUE = 2 * 1024 * 1024;
+
+/** Labels, annotations or a Secret's data: absent, or a record of strings, bounded in count and size. */
+export function optionalStringMap(
+  v: unknown,
+  reason: string,
+  maxValue = MAX_VALUE,
+): Record<string, string> | undefined {
   if (v === undefined || v === null) return undefined;
   if (!isRecord(v)) throw new Malformed(reason);
   const entries = Object.entries(v);
   if (entries.length > MAX_ENTRIES) throw new Malformed(reason);
   for (const [k, value] of entries)
-    if (k.length > MAX_NAME + 64 || typeof value !== 'string' || value.length > MAX_VALUE)
+    if (k.length > MAX_NAME + 64 || typeof value !== 'string' || value.length > maxValue)
       throw new Malformed(reason);
   return v as Record<string, string>;
 }
