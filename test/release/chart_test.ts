@@ -3,6 +3,7 @@
 // manifests, a bad value refused naming it, and both renders applied server-side to
 // Rancher's apiserver (ServiceMonitor included).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,7 +35,19 @@ const CUSTOM = {
   },
   tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
   watchNamespaces: ['fleet-default', 'fleet-local'],
+  credentials: {
+    labelSelector: 'harvester-machine.io/credential=true',
+    fieldSelector: 'type=provisioning.cattle.io/cloud-credential',
+  },
+  guestMaxVolumes: 500,
 };
+
+/** The environment variables the controller reads, as its own --help names them. */
+function controllerEnvNames(): string[] {
+  const bin = path.resolve(import.meta.dirname, '../../src/bin/harvester-machine.js');
+  const help = execFileSync(process.execPath, [bin, 'controller', '--help'], { encoding: 'utf8' });
+  return [...new Set([...help.matchAll(/\(env ([A-Z_]+)/g)].map((m) => m[1] as string))];
+}
 
 interface Container {
   image: string;
@@ -200,6 +213,20 @@ describe('the packaged chart', { timeout: 10 * 60_000 }, () => {
         .filter((n) => n?.startsWith('fleet-')),
       ['fleet-default', 'fleet-local'],
     );
+  });
+
+  it('sets every setting the controller reads from its environment (but the in-cluster ones) from a value', () => {
+    const inCluster = new Set(['RANCHER_KUBECONFIG', 'LEADER_ELECT']);
+    const wanted = controllerEnvNames().filter((name) => !inCluster.has(name));
+    assert.ok(wanted.length >= 10, `the help names the controller's settings: ${wanted.join(', ')}`);
+    const container = one<Workload>(custom, 'Deployment').spec.template.spec.containers[0] as Container;
+    const set = new Set(container.env.map((e) => e.name));
+    assert.deepEqual(
+      wanted.filter((name) => !set.has(name)),
+      [],
+      'settings the chart cannot set',
+    );
+    assert.equal(container.env.find((e) => e.name === 'GUEST_MAX_VOLUMES')?.value, '500');
   });
 
   it('refuses a digest that is not one, naming image.digest', async () => {
