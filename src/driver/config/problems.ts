@@ -1,7 +1,7 @@
 // A configuration problem names its flag and says what is wrong; every problem of a
 // config is reported at once. No problem message quotes a secret (kubeconfig, password,
 // user data), and none is longer than an operator can read.
-import { cliName, type FlagSpec } from '../flags.js';
+import { cliName, type FlagSpec } from './flags.js';
 
 export interface ConfigProblem {
   /** The flag the problem is about, e.g. "--harvester-disk-info". */
