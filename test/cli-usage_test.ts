@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { FLAG_TABLE } from '../src/driver/flags.js';
+import { FLAG_TABLE } from '../src/driver/config/flags.js';
 import { CliRunner, kubeconfigFile, tempDir } from './cli-harness.js';
 
 const dir = tempDir('hm-cli-usage-');

@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { before, describe, it } from 'node:test';
 import { Document, parse } from 'yaml';
-import { assembleUserData, cloudConfigProblem, type UserDataInputs } from '../src/harvester/cloud-init.js';
+import {
+  assembleUserData,
+  cloudConfigProblem,
+  type UserDataInputs,
+} from '../src/harvester/cloud-init/cloud-init.js';
 import { buildGoHelper, goSkipReason } from './support/go-helper.js';
 
 const KEY = 'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7TESTKEYONLY test@example';

@@ -4,7 +4,7 @@
 // stuck Terminating ends the wait with an error that names what holds it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../src/driver/config.js';
+import { ConfigError } from '../src/driver/config/index.js';
 import { isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Vm } from '../src/driver/harvester-api.js';

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { before, describe, it } from 'node:test';
-import { configFromFlags, newDriverConfig } from '../src/driver/config.js';
-import { defaultFlagValues } from '../src/driver/flags.js';
-import { parseSavedConfig, savedConfigFor, serializeSavedConfig } from '../src/driver/go-json.js';
+import { configFromFlags, newDriverConfig } from '../src/driver/config/index.js';
+import { defaultFlagValues } from '../src/driver/config/flags.js';
+import { parseSavedConfig, savedConfigFor, serializeSavedConfig } from '../src/driver/config/go-json.js';
 import { rancherKubeconfig } from '../src/kube/testing/kubeconfig.js';
 import { buildGoHelper, goSkipReason } from './support/go-helper.js';
 

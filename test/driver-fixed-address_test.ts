@@ -6,12 +6,12 @@
 // pool's labels and annotations on the VM and its pod.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { claimName } from '../src/harvester/ip-pool.js';
-import { claimObject, LABEL_ADDRESS_CLAIM } from '../src/harvester/address-claims.js';
+import { claimName } from '../src/harvester/fixed-addresses/ip-pool.js';
+import { claimObject, LABEL_ADDRESS_CLAIM } from '../src/harvester/fixed-addresses/address-claims.js';
 import {
   AddressClaimRefusedError,
   AddressPoolExhaustedError,
-} from '../src/driver/operations/fixed-address.js';
+} from '../src/driver/fixed-addresses/fixed-address.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { MachineState } from '../src/driver/machine-driver.js';
 import type { Vm, Vmi } from '../src/driver/harvester-api.js';

@@ -5,7 +5,7 @@
 // refuse each of those when it gets one (the check is not ours alone).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ConfigError } from '../src/driver/config.js';
+import { ConfigError } from '../src/driver/config/index.js';
 import type { Vm } from '../src/driver/harvester-api.js';
 import { admissionDenial, isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';

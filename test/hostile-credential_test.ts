@@ -18,7 +18,7 @@ import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/program.js';
 import { CleanupController } from '../src/controller/controller.js';
-import { ConfigError } from '../src/driver/config.js';
+import { ConfigError } from '../src/driver/config/index.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { setTripwires, type Tripwires } from '../src/kube/testing/tripwires.js';

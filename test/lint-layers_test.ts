@@ -70,6 +70,23 @@ describe('lint: layers of src/', () => {
     );
   });
 
+  it('keeps a feature apart by layer: its pure folder never imports its I/O folder', async () => {
+    assert.deepEqual(
+      await layerErrors(
+        'src/harvester/fixed-addresses/layer-fixture.ts',
+        "export * from '../../driver/fixed-addresses/fixed-address.js';\nexport * from '../config/go-config.js';\n",
+      ),
+      ['src/harvester/ may not import src/driver/ (it may import common/, api/)'],
+    );
+    assert.deepEqual(
+      await layerErrors(
+        'src/driver/fixed-addresses/layer-fixture.ts',
+        "export * from '../../harvester/fixed-addresses/ip-pool.js';\nexport * from '../config/index.js';\n",
+      ),
+      [],
+    );
+  });
+
   it('keeps kube/ on log/ and common/, and common/ on nothing', async () => {
     assert.deepEqual(
       await layerErrors('src/kube/layer-fixture.ts', "export * from '../harvester/labels.js';\n"),

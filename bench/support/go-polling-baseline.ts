@@ -14,7 +14,7 @@
 // waitForReady and waitRemoved are bench/go-style-waiter.ts's (the plugin bench's baseline);
 // the two waits it has no form of (Stopped, a new VMI uid) are written here the same way.
 import crypto from 'node:crypto';
-import type { DriverConfig } from '../../src/driver/config.js';
+import type { DriverConfig } from '../../src/driver/config/index.js';
 import { generateSshKeyPair } from '../../src/driver/ssh-keys.js';
 import {
   ANNOTATION_REMOVE_ALL_PVCS,

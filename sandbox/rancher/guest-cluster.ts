@@ -9,7 +9,7 @@
 // would create them (Cluster API adopts them into the Cluster). On Harvester, createMachineVm
 // makes a machine's VM as the driver builds it.
 import crypto from 'node:crypto';
-import { newDriverConfig, type DriverConfig } from '../../src/driver/config.js';
+import { newDriverConfig, type DriverConfig } from '../../src/driver/config/index.js';
 import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/labels.js';
 import { CLOUD_PROVIDER_CHART } from '../../src/rancher/chart-values.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';

@@ -12,7 +12,7 @@
 // Jobs are pluggable: by default the create job saves a driver config in `<m>-machine-state`
 // as if the driver had created the VM (the test creates it), and the rm job runs the driver in
 // process (removal-job.ts); the walkthrough plugs in the real rancher-machine.
-import type { DriverConfig } from '../../src/driver/config.js';
+import type { DriverConfig } from '../../src/driver/config/index.js';
 import { formatKey, keyOf, objectKey, parseKey, type ObjectKey } from '../../src/api/object-key.js';
 import {
   ignoreAlreadyExists,

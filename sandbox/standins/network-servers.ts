@@ -5,7 +5,7 @@
 // of vm-dhcp-controller serves, whose DHCP agent answers each MAC with the address the pool's
 // status binds to it (and nothing else).
 import { parseKey } from '../../src/api/object-key.js';
-import { ipPoolOfNetwork, type VmDhcpIpPool } from '../../src/harvester/vm-dhcp.js';
+import { ipPoolOfNetwork, type VmDhcpIpPool } from '../../src/harvester/fixed-addresses/vm-dhcp.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { StandInContext } from './context.js';
 import { VmDhcpTypes } from './harvester/vm-dhcp-controller.js';

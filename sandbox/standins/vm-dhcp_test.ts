@@ -7,7 +7,7 @@
 // network data sets.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { VmDhcpIpPool, VmNetworkConfig } from '../../src/harvester/vm-dhcp.js';
+import type { VmDhcpIpPool, VmNetworkConfig } from '../../src/harvester/fixed-addresses/vm-dhcp.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
 import { vlanNetwork } from '../sandbox-seeds.js';

@@ -4,7 +4,7 @@
 // machines, created at once, takes one address, claimed on Harvester (one ConfigMap per
 // address, owned by the VM), and its guest configures it from the network data; the
 // addresses are free again once the cluster is deleted.
-import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/address-claims.js';
+import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/fixed-addresses/address-claims.js';
 import type { VirtualMachine } from '../../src/harvester/types.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { SEED_STATIC_NETWORK, SEED_STATIC_SUBNET } from '../sandbox-seeds.js';

@@ -4,7 +4,7 @@
 // default. Environment values are read here rather than by commander, because commander
 // takes any value of a boolean flag's variable as true (rancher-machine parses it).
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { FLAG_TABLE, FLAGS, type FlagSpec } from '../driver/flags.js';
+import { FLAG_TABLE, FLAGS, type FlagSpec } from '../driver/config/flags.js';
 import type { FlagValue } from '../driver/machine-driver.js';
 import { UsageError } from './errors.js';
 

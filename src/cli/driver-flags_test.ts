@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Command } from 'commander';
-import { FLAG_TABLE, FLAGS } from '../driver/flags.js';
+import { FLAG_TABLE, FLAGS } from '../driver/config/flags.js';
 import { addDriverFlags, collectFlagValues } from './driver-flags.js';
 import { UsageError } from './errors.js';
 

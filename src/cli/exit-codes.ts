@@ -1,9 +1,9 @@
 // Exit codes scripts can rely on, and the one mapping from an error to its code. The
 // help text below is printed by `harvester-machine --help`; keep the two in step.
 import { CommanderError } from 'commander';
-import { ConfigError } from '../driver/config.js';
+import { ConfigError } from '../driver/config/index.js';
 import { CredentialRejectedError } from '../driver/credential-error.js';
-import { SavedConfigError } from '../driver/go-json.js';
+import { SavedConfigError } from '../driver/config/go-json.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { PreCreateCheckError } from '../driver/operations/pre-create-check.js';
 import { KubeError } from '../kube/errors.js';

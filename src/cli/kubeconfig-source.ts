@@ -2,7 +2,7 @@
 // `create` find the kubeconfig: an explicit flag first, then the environment, by client-go's
 // loading rules (src/kube/kubeconfig-loading.ts), with --context over current-context.
 import os from 'node:os';
-import { FLAGS } from '../driver/flags.js';
+import { FLAGS } from '../driver/config/flags.js';
 import { credentialTextProblems, type KubeconfigTrust } from '../kube/credential-content.js';
 import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
 import {

@@ -1,6 +1,6 @@
 // What ls and inspect show about a stored machine, from its saved config alone (pure):
 // where its VM is, its address, and its credential described without any secret.
-import { parseFixedAddress, type FixedAddress } from '../harvester/address-claims.js';
+import { parseFixedAddress, type FixedAddress } from '../harvester/fixed-addresses/address-claims.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { describeKubeconfig, loadKubeconfig } from '../kube/kubeconfig-content.js';
 import { describeCredential } from '../kube/credential.js';

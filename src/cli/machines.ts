@@ -2,7 +2,7 @@
 // host (SetConfigRaw), with the process's argv and environment handed to the driver so
 // that a fresh --harvester-kubeconfig-content / HARVESTER_KUBECONFIG_CONTENT wins over
 // the saved, possibly expired, kubeconfig. --kubeconfig <file> is the same thing from a file.
-import { FLAGS } from '../driver/flags.js';
+import { FLAGS } from '../driver/config/flags.js';
 import { HarvesterDriver } from '../driver/harvester-driver.js';
 import type { KubeClientOptions } from '../kube/client.js';
 import type { CliContext } from './context.js';

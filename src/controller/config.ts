@@ -1,6 +1,7 @@
 // The controller's configuration: flags first, then environment variables (Helm sets
 // those), then defaults. Parsing is pure; main.ts reads files and the environment.
 import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../common/config-error.js';
 import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from './constants.js';
@@ -77,9 +78,8 @@ export function parseDuration(text: string): number {
   }
 }
 
-export class ConfigError extends Error {
-  override readonly name: string = 'ConfigError';
-}
+/** A flag or variable the controller cannot use (the one ConfigError of src/common). */
+export { ConfigError };
 
 /** --help: the usage, printed on stdout with exit status 0. */
 export class HelpRequested extends ConfigError {

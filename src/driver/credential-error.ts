@@ -6,7 +6,7 @@
 import { formatDuration } from '../common/durations.js';
 import type { CredentialDescription, KubeError } from '../kube/errors.js';
 
-import type { CredentialSource as SavedCredentialSource } from './go-json.js';
+import type { CredentialSource as SavedCredentialSource } from './config/go-json.js';
 
 /** Where the kubeconfig in use came from: a config load (argv/env/saved) or create flags. */
 export type CredentialSource = SavedCredentialSource | 'flags';

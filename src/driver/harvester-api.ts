@@ -21,8 +21,8 @@ import type {
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
 import type { DeleteAnswer, ListRead } from '../harvester/removal-reads.js';
-import type { ConfigMapObject } from '../harvester/address-claims.js';
-import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
+import type { ConfigMapObject } from '../harvester/fixed-addresses/address-claims.js';
+import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/fixed-addresses/vm-dhcp.js';
 import { CredentialRejectedError, credentialRejected, type CredentialSource } from './credential-error.js';
 
 /** Harvester's vm-dhcp-controller add-on (docs/upstream/vm-dhcp-controller.md#resources). */

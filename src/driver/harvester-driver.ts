@@ -10,16 +10,16 @@ import {
   identityProblems,
   newDriverConfig,
   type DriverConfig,
-} from './config.js';
+} from './config/index.js';
 import type { CredentialSource } from './credential-error.js';
-import { cliName, createFlags, FLAGS } from './flags.js';
+import { cliName, createFlags, FLAGS } from './config/flags.js';
 import {
   applyFreshCredential,
   parseSavedConfig,
   savedConfigFor,
   serializeSavedConfig,
   type SavedConfig,
-} from './go-json.js';
+} from './config/go-json.js';
 import { HarvesterApi } from './harvester-api.js';
 import { generateSshKeyPairInBackground, type SshKeyPair } from './ssh-keys.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';

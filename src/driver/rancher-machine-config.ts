@@ -9,7 +9,7 @@ import {
   rancherFieldType,
   type RancherFieldType,
 } from '../rancher/machine-config-fields.js';
-import { FLAG_TABLE, type FlagSpec } from './flags.js';
+import { FLAG_TABLE, type FlagSpec } from './config/flags.js';
 
 export interface RancherField {
   flag: FlagSpec;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { rancherKubeconfig } from '../kube/testing/kubeconfig.js';
 import { silentLogger } from '../log/logger.js';
-import { defaultFlagValues } from './flags.js';
+import { defaultFlagValues } from './config/flags.js';
 import { HarvesterDriver } from './harvester-driver.js';
 import { generateSshKeyPairInBackground, rsaPublicKeyToOpenSsh, type SshKeyPair } from './ssh-keys.js';
 

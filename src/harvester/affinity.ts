@@ -4,7 +4,7 @@
 // Kubernetes pod validation that the VM's virt-launcher pod must pass: an affinity that
 // breaks them gives a VM whose instance never gets a pod, with the Go driver as with us.
 import { jsonProblem } from '../common/parse-problems.js';
-import { goField, isJsonObject } from './go-json-decode.js';
+import { goField, isJsonObject } from './config/go-json-decode.js';
 import type { Affinity } from './types.js';
 
 type Schema = 'string' | 'int32' | { list: Schema } | 'stringMap' | { fields: Record<string, Schema> };

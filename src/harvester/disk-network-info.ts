@@ -6,9 +6,9 @@
 // driver too. Problems are phrases that follow the flag name; they quote no value that could
 // be a secret (these values hold none).
 
-import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from './go-config.js';
+import type { GoDiskInfo, GoNetworkInfo, GoVGPUInfo } from './config/go-config.js';
 import { jsonProblem } from '../common/parse-problems.js';
-import { goField } from './go-json-decode.js';
+import { goField } from './config/go-json-decode.js';
 import { diskStorageProblems } from './storage-options.js';
 
 export const DISK_BUSES = ['virtio', 'sata', 'scsi', 'usb'] as const;

@@ -5,7 +5,7 @@
 // is created for a config that cannot become a VM (docs/upstream/kubevirt.md#storage-options).
 // Pure: the checks return phrases that follow a flag's name; the VM gets the fields here too.
 
-import type { GoDiskInfo, GoDriverConfig } from './go-config.js';
+import type { GoDiskInfo, GoDriverConfig } from './config/go-config.js';
 import type { DomainSpec } from './types.js';
 
 export const CACHE_MODES = ['none', 'writethrough', 'writeback'] as const;

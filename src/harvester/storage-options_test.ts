@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { newGoDriverConfig, type GoDiskInfo, type GoDriverConfig } from './go-config.js';
+import { newGoDriverConfig, type GoDiskInfo, type GoDriverConfig } from './config/go-config.js';
 import {
   CACHE_MODES,
   diskStorageProblems,

@@ -3,10 +3,10 @@
 // operator see the same object whichever driver made it. Pure: lookups the build needs
 // (the image's storage class, random PVC suffixes) come in through the context.
 
-import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from './go-config.js';
-import { assembleUserData, placeCloudInit } from './cloud-init.js';
+import type { GoDiskInfo, GoDriverConfig, GoNetworkInfo } from './config/go-config.js';
+import { assembleUserData, placeCloudInit } from './cloud-init/cloud-init.js';
 import { DEFAULT_DISK_BUS, DEFAULT_NETWORK_MODEL, vgpuDeviceNames } from './disk-network-info.js';
-import { hostDeviceEntries } from './host-devices.js';
+import { hostDeviceEntries } from './host-devices/host-devices.js';
 import { applyIoThreadOptions, diskStorageFields } from './storage-options.js';
 import {
   ANNOTATION_IMAGE_ID,

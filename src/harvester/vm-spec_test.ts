@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { newGoDriverConfig, type GoDriverConfig } from './go-config.js';
-import { assembleUserData } from './cloud-init.js';
+import { newGoDriverConfig, type GoDriverConfig } from './config/go-config.js';
+import { assembleUserData } from './cloud-init/cloud-init.js';
 import { buildVirtualMachine, VmSpecError, type VmBuildContext } from './vm-spec.js';
 
 const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFake machine';

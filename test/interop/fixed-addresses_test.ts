@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/address-claims.js';
+import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/fixed-addresses/address-claims.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { installPlugin, pluginExecutable } from '../../sandbox/rancher-machine/plugin-executable.js';
 import { INSTALL_SCRIPT, poolConfig, rancherCreateArgs } from '../../sandbox/rancher-machine/rancher-job.js';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/address-claims.js';
+import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/fixed-addresses/address-claims.js';
 import { createArgsForHarvesterConfig } from '../../src/driver/rancher-machine-config.js';
 import type { Vm } from '../../src/driver/harvester-api.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';

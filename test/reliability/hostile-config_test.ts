@@ -13,8 +13,13 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError, configProblems, configWarnings, newDriverConfig } from '../../src/driver/config.js';
-import { SavedConfigError, savedConfigFor, serializeSavedConfig } from '../../src/driver/go-json.js';
+import {
+  ConfigError,
+  configProblems,
+  configWarnings,
+  newDriverConfig,
+} from '../../src/driver/config/index.js';
+import { SavedConfigError, savedConfigFor, serializeSavedConfig } from '../../src/driver/config/go-json.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import { rancherKubeconfig } from '../../src/kube/testing/kubeconfig.js';
 import { silentLogger } from '../../src/log/logger.js';

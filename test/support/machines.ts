@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
-import { defaultFlagValues } from '../../src/driver/flags.js';
+import { defaultFlagValues } from '../../src/driver/config/flags.js';
 import { HarvesterDriver } from '../../src/driver/harvester-driver.js';
 import type { FlagValue } from '../../src/driver/machine-driver.js';
 import { createLogger, type LogLevel } from '../../src/log/logger.js';

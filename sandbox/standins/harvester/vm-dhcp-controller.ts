@@ -26,7 +26,7 @@ import {
   type Condition,
   type VmDhcpIpPool,
   type VmNetworkConfig,
-} from '../../../src/harvester/vm-dhcp.js';
+} from '../../../src/harvester/fixed-addresses/vm-dhcp.js';
 import type { StandInContext } from '../context.js';
 import { Annotations } from '../names.js';
 import { formatKey, keyOf, parseKey, type ObjectKey } from '../../../src/api/object-key.js';

@@ -6,7 +6,7 @@
 //
 // A free address is picked by walking a Go map, whose order Go randomises: which free
 // address a MAC gets is not predictable upstream, so it is random here too.
-import { formatIpv4, parseIpv4 } from '../../../src/harvester/ipv4.js';
+import { formatIpv4, parseIpv4 } from '../../../src/harvester/fixed-addresses/ipv4.js';
 
 export class NetworkIpam {
   private readonly ips = new Map<string, boolean>();

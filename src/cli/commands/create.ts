@@ -5,7 +5,7 @@
 // the VM was made keeps the store entry, so `rm` can clean up (or `create` be retried
 // after `rm`).
 import type { Command } from 'commander';
-import { FLAGS } from '../../driver/flags.js';
+import { FLAGS } from '../../driver/config/flags.js';
 import { HarvesterDriver } from '../../driver/harvester-driver.js';
 import type { CliContext } from '../context.js';
 import { addDriverFlags, collectFlagValues, givenFlag } from '../driver-flags.js';

@@ -10,7 +10,7 @@ import {
   leftoverClaims,
   readClaim,
   type LeftoverClaim,
-} from '../../harvester/address-claims.js';
+} from '../../harvester/fixed-addresses/address-claims.js';
 import type { KubeClient } from '../../kube/client.js';
 import { isConflict, isForbidden } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';

@@ -1,7 +1,7 @@
 // Every check of a driver config that can be made before anything is created, whether it
 // came from flags or from a saved config.json; each problem names its flag.
 import { parseAffinity } from '../../harvester/affinity.js';
-import { cloudConfigProblem } from '../../harvester/cloud-init.js';
+import { cloudConfigProblem } from '../../harvester/cloud-init/cloud-init.js';
 import {
   diskInfoProblems,
   diskInfoWarnings,
@@ -11,17 +11,17 @@ import {
   vgpuInfoProblems,
   DISK_BUSES,
 } from '../../harvester/disk-network-info.js';
-import type { GoDriverConfig } from '../../harvester/go-config.js';
-import { hostDeviceInfoProblems } from '../../harvester/host-devices.js';
+import type { GoDriverConfig } from '../../harvester/config/go-config.js';
+import { hostDeviceInfoProblems } from '../../harvester/host-devices/host-devices.js';
 import { ioThreadProblems } from '../../harvester/storage-options.js';
-import { interfaceNameForNetwork } from '../../harvester/ip-address.js';
-import { fixedNetworkProblems } from './fixed-address-checks.js';
+import { interfaceNameForNetwork } from '../../harvester/fixed-addresses/ip-address.js';
+import { fixedNetworkProblems } from '../fixed-addresses/fixed-address-checks.js';
 import { vmAnnotationProblems, vmLabelProblems } from '../../harvester/user-metadata.js';
 import { isValidLabelValue } from '../../harvester/labels.js';
-import { networkDataProblems } from '../../harvester/network-data.js';
+import { networkDataProblems } from '../../harvester/cloud-init/network-data.js';
 import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import { kubeconfigProblems } from '../../kube/kubeconfig-content.js';
-import { cliName, FLAGS, type FlagSpec } from '../flags.js';
+import { cliName, FLAGS, type FlagSpec } from './flags.js';
 import type { DriverConfig } from './driver-config.js';
 import { CLOUD_INIT_SECRET_LIMIT, formatSize } from './flag-limits.js';
 import { clipValues, Problems, type ConfigProblem } from './problems.js';

@@ -1,8 +1,8 @@
 // The driver's saved config: the Go driver's fields, and our options under one extra key.
-import type { FixedAddress } from '../../harvester/address-claims.js';
-import { newGoDriverConfig, type GoDriverConfig } from '../../harvester/go-config.js';
-import type { IpPoolInfo } from '../../harvester/ip-pool.js';
-import { GO_WAIT_SECONDS } from '../flags.js';
+import type { FixedAddress } from '../../harvester/fixed-addresses/address-claims.js';
+import { newGoDriverConfig, type GoDriverConfig } from '../../harvester/config/go-config.js';
+import type { IpPoolInfo } from '../../harvester/fixed-addresses/ip-pool.js';
+import { GO_WAIT_SECONDS } from './flags.js';
 
 /** Our settings that the Go driver has no field for; saved under one extra key, "HarvesterMachine". */
 export interface HarvesterMachineOptions {

@@ -3,7 +3,7 @@
 // allowed) also come from a file or a Secret (the kubeconfig), and 2 MiB is more than any
 // Kubernetes object can hold (a Secret holds at most 1 MiB, etcd takes 1.5 MiB a request).
 // Beyond these a value is a mistake or an attack, refused before it is decoded or parsed.
-import { FLAGS, type FlagSpec } from '../flags.js';
+import { FLAGS, type FlagSpec } from './flags.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

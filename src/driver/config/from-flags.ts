@@ -3,12 +3,12 @@
 // stops at the first problem and leaves most checks to the API server, which answers ten
 // minutes into a create; here every problem is collected and named by its flag.
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../../harvester/disk-network-info.js';
-import type { GoDriverConfig } from '../../harvester/go-config.js';
-import { parseHostDeviceInfo } from '../../harvester/host-devices.js';
-import { parseIpPoolInfo } from '../../harvester/ip-pool.js';
+import type { GoDriverConfig } from '../../harvester/config/go-config.js';
+import { parseHostDeviceInfo } from '../../harvester/host-devices/host-devices.js';
+import { parseIpPoolInfo } from '../../harvester/fixed-addresses/ip-pool.js';
 import { parseKeyValues } from '../../harvester/user-metadata.js';
 import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
-import { FLAGS, type FlagSpec } from '../flags.js';
+import { FLAGS, type FlagSpec } from './flags.js';
 import type { FlagValues } from '../machine-driver.js';
 import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import { configProblems } from './checks.js';

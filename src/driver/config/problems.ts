@@ -1,27 +1,10 @@
 // A configuration problem names its flag and says what is wrong; every problem of a
 // config is reported at once. No problem message quotes a secret (kubeconfig, password,
 // user data), and none is longer than an operator can read.
-import { cliName, type FlagSpec } from '../flags.js';
+import type { ConfigProblem } from '../../common/config-error.js';
+import { cliName, type FlagSpec } from './flags.js';
 
-export interface ConfigProblem {
-  /** The flag the problem is about, e.g. "--harvester-disk-info". */
-  flag: string;
-  /** The whole sentence: "<flag>: <what is wrong and what is expected>". */
-  message: string;
-}
-
-/** Invalid machine configuration; lists every problem found, each naming its flag. */
-export class ConfigError extends Error {
-  readonly problems: readonly ConfigProblem[];
-  constructor(problems: readonly ConfigProblem[]) {
-    const lines = problems.map((p) => `  ${p.message}`).join('\n');
-    super(
-      `invalid machine configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines}`,
-    );
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
-}
+export { ConfigError, type ConfigProblem } from '../../common/config-error.js';
 
 /**
  * Problems quote the values they refuse; a hostile or mistaken value can be megabytes long

@@ -2,7 +2,7 @@
 // not fail or make a second one. A VM counts as ours only when every identifying label
 // the Go driver sets matches this machine.
 import { CREATOR, LABEL_CREATOR, LABEL_GUEST_CLUSTER_NAME, LABEL_VM_NAME } from '../../harvester/labels.js';
-import type { GoDriverConfig } from '../../harvester/go-config.js';
+import type { GoDriverConfig } from '../../harvester/config/go-config.js';
 import type { Vm } from '../harvester-api.js';
 
 export function isOurAbandonedVm(vm: Vm, cfg: GoDriverConfig): boolean {

@@ -2,7 +2,7 @@
 // API under the freshest credential, a logger, and a progress callback for waits.
 import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import type { Logger } from '../../log/logger.js';
-import type { DriverConfig } from '../config.js';
+import type { DriverConfig } from '../config/index.js';
 import type { HarvesterApi } from '../harvester-api.js';
 import type { SshKeyPair } from '../ssh-keys.js';
 

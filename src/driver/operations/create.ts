@@ -5,15 +5,18 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isAlreadyExists } from '../../kube/errors.js';
-import { ConfigError, configProblems, configWarnings } from '../config.js';
-import { withVmOwnerReference } from '../../harvester/cloud-init.js';
+import { ConfigError, configProblems, configWarnings } from '../config/index.js';
+import { withVmOwnerReference } from '../../harvester/cloud-init/cloud-init.js';
 import { namespacedName } from '../../harvester/names.js';
 import type { Secret } from '../../harvester/types.js';
 import { buildVirtualMachine } from '../../harvester/vm-spec.js';
 import { registerSecret } from '../../log/redact.js';
 import { generateSshKeyPairInBackground, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
 import type { Vm } from '../harvester-api.js';
-import { fixedAddressAnnotation, ANNOTATION_FIXED_ADDRESS } from '../../harvester/address-claims.js';
+import {
+  fixedAddressAnnotation,
+  ANNOTATION_FIXED_ADDRESS,
+} from '../../harvester/fixed-addresses/address-claims.js';
 import { isOurAbandonedVm } from './adopt.js';
 import {
   adoptClaim,
@@ -23,7 +26,7 @@ import {
   releaseClaim,
   settleWithVm,
   type PreparedAddress,
-} from './fixed-address.js';
+} from '../fixed-addresses/fixed-address.js';
 import { addressesOf, fixedIsNodeAddress } from './machine-status.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitForIp, waitRunning } from './waits.js';

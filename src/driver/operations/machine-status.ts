@@ -3,7 +3,7 @@ import {
   pickNodeAddresses,
   interfaceNameForNetwork,
   type NodeAddresses,
-} from '../../harvester/ip-address.js';
+} from '../../harvester/fixed-addresses/ip-address.js';
 import { MachineState, machineStateOf } from '../../harvester/machine-state.js';
 import type { Vmi } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';

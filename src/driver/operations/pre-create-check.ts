@@ -1,10 +1,10 @@
 // PreCreateCheck: everything Create needs must exist on Harvester before anything is
 // made. Every problem is found (not only the first) and each names its object and flag.
-import { configProblems, ConfigError } from '../config.js';
+import { configProblems, ConfigError } from '../config/index.js';
 import { namespacedName } from '../../harvester/names.js';
 import { isOurAbandonedVm } from './adopt.js';
-import { checkFixedAddress } from './fixed-address-check.js';
-import { checkHostDevices } from './host-device-check.js';
+import { checkFixedAddress } from '../fixed-addresses/fixed-address-check.js';
+import { checkHostDevices } from '../host-devices/host-device-check.js';
 import { vmRef, type OperationContext } from './context.js';
 
 export class PreCreateCheckError extends Error {

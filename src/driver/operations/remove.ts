@@ -23,7 +23,7 @@ import {
 import { ANNOTATION_REMOVED_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../../harvester/labels.js';
 import type { Vm } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
-import { freeMachineClaims } from './fixed-address.js';
+import { freeMachineClaims } from '../fixed-addresses/fixed-address.js';
 import { waitVmGone } from './waits.js';
 
 const MAX_PLAN_ATTEMPTS = 5;

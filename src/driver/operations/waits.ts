@@ -14,7 +14,7 @@ import {
   stopState,
   vmStatusState,
 } from '../../harvester/vm-progress.js';
-import { allocationOf, type VmNetworkConfig } from '../../harvester/vm-dhcp.js';
+import { allocationOf, type VmNetworkConfig } from '../../harvester/fixed-addresses/vm-dhcp.js';
 import { Resources } from '../../kube/resources.js';
 import type { WaitSpec } from '../../kube/wait.js';
 import type { KubeObject } from '../../kube/resources.js';

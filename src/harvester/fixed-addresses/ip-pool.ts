@@ -5,9 +5,9 @@
 // Harvester's vm-dhcp-controller and that pool hands them out (then only `network` and
 // `interface` are given). Pure: parsing, checks, the usable addresses, and names.
 import { createHash } from 'node:crypto';
-import { jsonProblem } from '../common/parse-problems.js';
-import { namespacedNameProblem } from './disk-network-info.js';
-import type { GoDriverConfig } from './go-config.js';
+import { jsonProblem } from '../../common/parse-problems.js';
+import { namespacedNameProblem } from '../disk-network-info.js';
+import type { GoDriverConfig } from '../config/go-config.js';
 import { interfaceNameForNetwork } from './ip-address.js';
 import {
   broadcastOf,
@@ -18,7 +18,7 @@ import {
   parseIpv4,
   parseIpv4Range,
 } from './ipv4.js';
-import { namespacedName, nicName } from './names.js';
+import { namespacedName, nicName } from '../names.js';
 
 /** The flag's value as saved (HarvesterMachine.IPPoolInfo); "" and [] when not given. */
 export interface IpPoolInfo {

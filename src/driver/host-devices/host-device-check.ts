@@ -4,17 +4,17 @@
 // lists does not block the create: Harvester's own webhook still checks the resource name
 // when the VM is created; the warning says which rule would enable this check
 // (docs/decisions/0010-host-devices.md).
-import { hostDeviceNameProblems } from '../../harvester/host-devices.js';
+import { hostDeviceNameProblems } from '../../harvester/host-devices/host-devices.js';
 import {
   hostDeviceVerdict,
   type DeviceInventory,
   type PciDevice,
   type PciDeviceClaim,
   type UsbDevice,
-} from '../../harvester/host-device-availability.js';
+} from '../../harvester/host-devices/host-device-availability.js';
 import { isForbidden, isNotFound } from '../../kube/errors.js';
 import { qualifiedName, Resources, type ResourceType } from '../../kube/resources.js';
-import { vmRef, type OperationContext } from './context.js';
+import { vmRef, type OperationContext } from '../operations/context.js';
 
 const FLAG = '--harvester-host-device-info';
 

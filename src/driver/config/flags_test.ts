@@ -167,7 +167,7 @@ describe('flag table', () => {
 });
 
 describe('README: the flags beyond the Go driver’s', () => {
-  const readme = fs.readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const readme = fs.readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
   const section = readme.slice(readme.indexOf('### Flags beyond the Go driver'));
   const ours = FLAG_TABLE.filter((f) => f.origin === 'harvester-machine');
 

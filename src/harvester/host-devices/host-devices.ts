@@ -5,10 +5,10 @@
 // device plugin the device) from it: no node affinity is added, as neither Harvester's
 // VM form nor Rancher's node-pool form adds one
 // (docs/upstream/harvester-host-devices.md#what-a-vm-needs).
-import { entries, field, parseJsonObject, vgpuDeviceNames, type Parsed } from './disk-network-info.js';
-import type { GoHostDeviceInfo, GoVGPUInfo } from './go-config.js';
-import { parseHarvesterVersion } from './load-balancers.js';
-import type { HostDevice } from './types.js';
+import { entries, field, parseJsonObject, vgpuDeviceNames, type Parsed } from '../disk-network-info.js';
+import type { GoHostDeviceInfo, GoVGPUInfo } from '../config/go-config.js';
+import { parseHarvesterVersion } from '../load-balancers.js';
+import type { HostDevice } from '../types.js';
 
 export const HOST_DEVICE_INFO_EXAMPLE =
   '{"hostDevices":[{"name":"hostdevice-1","deviceName":"nvidia.com/TU104GL_TESLA_T4"}]}';

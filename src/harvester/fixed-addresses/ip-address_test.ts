@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { newGoDriverConfig } from './go-config.js';
+import { newGoDriverConfig } from '../config/go-config.js';
 import { interfaceNameForNetwork, pickNodeAddresses } from './ip-address.js';
-import { vmiWith } from './testing/fixtures.js';
-import type { VMINetworkInterfaceStatus } from './types.js';
+import { vmiWith } from '../testing/fixtures.js';
+import type { VMINetworkInterfaceStatus } from '../types.js';
 
 const vmi = (interfaces?: VMINetworkInterfaceStatus[]) =>
   vmiWith('m1', 'default', interfaces ? { phase: 'Running', interfaces } : { phase: 'Running' });

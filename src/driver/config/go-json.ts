@@ -10,18 +10,18 @@
 // Also here: the "freshest credential wins" rule that the Go driver applies in
 // UnmarshalJSON, as a pure function of argv and the environment.
 
-import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../harvester/disk-network-info.js';
-import { parseHostDeviceInfo } from '../harvester/host-devices.js';
+import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../../harvester/disk-network-info.js';
+import { parseHostDeviceInfo } from '../../harvester/host-devices/host-devices.js';
 import {
   defaultHarvesterMachineOptions,
   newDriverConfig,
   type DriverConfig,
   type HarvesterMachineOptions,
-} from './config.js';
+} from './index.js';
 import { FLAGS } from './flags.js';
 import { renderOptions, STRUCTURED_OPTIONS, type StructuredOption } from './saved-options.js';
-import type { GoDriverConfig } from '../harvester/go-config.js';
-import { decodeBase64OrPlain } from '../kube/kubeconfig-content.js';
+import type { GoDriverConfig } from '../../harvester/config/go-config.js';
+import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
 
 type FieldKind =
   'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'hostDeviceInfo' | 'options';

@@ -5,7 +5,7 @@
 // more lenient where the Go check rejects configs cloud-init accepts (see comments).
 
 import { parseDocument } from 'yaml';
-import { yamlProblem } from '../common/parse-problems.js';
+import { yamlProblem } from '../../common/parse-problems.js';
 
 type Mapping = Record<string, unknown>;
 

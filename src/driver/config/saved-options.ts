@@ -2,9 +2,13 @@
 // how the structured ones (the pool, labels, annotations, the address taken) are read back.
 // A saved config.json can hold anything, so each is checked for its shape; the flag checks
 // then run on what was read (configProblems) before anything is created from it.
-import { fixedAddressAnnotation, parseFixedAddress, type FixedAddress } from '../harvester/address-claims.js';
-import { parseIpPoolInfo, type IpPoolInfo } from '../harvester/ip-pool.js';
-import type { HarvesterMachineOptions } from './config.js';
+import {
+  fixedAddressAnnotation,
+  parseFixedAddress,
+  type FixedAddress,
+} from '../../harvester/fixed-addresses/address-claims.js';
+import { parseIpPoolInfo, type IpPoolInfo } from '../../harvester/fixed-addresses/ip-pool.js';
+import type { HarvesterMachineOptions } from './index.js';
 
 export type StructuredOption = 'IPPoolInfo' | 'VMLabels' | 'VMAnnotations' | 'FixedAddress';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GO_CONFIG_JSON } from '../harvester/testing/fixtures.js';
-import { rancherKubeconfig } from '../kube/testing/kubeconfig.js';
-import { newDriverConfig } from './config.js';
+import { GO_CONFIG_JSON } from '../../harvester/testing/fixtures.js';
+import { rancherKubeconfig } from '../../kube/testing/kubeconfig.js';
+import { newDriverConfig } from './index.js';
 import {
   applyFreshCredential,
   flagsInArgv,

@@ -2,10 +2,10 @@
 // the Go proposal saves it, and read back from a config.json of either driver.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { rancherKubeconfig } from '../kube/testing/kubeconfig.js';
-import { ConfigError, configFromFlags, newDriverConfig, type DriverConfig } from './config.js';
-import { createFlags, defaultFlagValues } from './flags.js';
-import { parseSavedConfig, savedConfigFor, serializeSavedConfig } from './go-json.js';
+import { rancherKubeconfig } from '../../kube/testing/kubeconfig.js';
+import { ConfigError, configFromFlags, newDriverConfig, type DriverConfig } from '../config/index.js';
+import { createFlags, defaultFlagValues } from '../config/flags.js';
+import { parseSavedConfig, savedConfigFor, serializeSavedConfig } from '../config/go-json.js';
 
 const T4 = 'nvidia.com/TU104GL_TESLA_T4';
 const INFO = `{"hostDevices":[{"name":"hostdevice-1","deviceName":"${T4}"}]}`;

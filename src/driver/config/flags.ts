@@ -4,7 +4,7 @@
 // existing HarvesterConfig must mean the same thing to both drivers.
 // The flags marked `origin: 'harvester-machine'` are ours; the Go driver has none of them.
 
-import type { FlagValue, McnFlag } from './machine-driver.js';
+import type { FlagValue, McnFlag } from '../machine-driver.js';
 
 export type FlagKind = 'string' | 'int' | 'bool';
 

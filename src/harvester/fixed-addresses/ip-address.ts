@@ -4,9 +4,9 @@
 // link-local and loopback skipped, and "nothing yet" is an answer rather than a crash.
 
 import { isIPv4, isIPv6 } from 'node:net';
-import type { GoDriverConfig } from './go-config.js';
-import { namespacedName, nicName } from './names.js';
-import type { VMINetworkInterfaceStatus, VirtualMachineInstance } from './types.js';
+import type { GoDriverConfig } from '../config/go-config.js';
+import { namespacedName, nicName } from '../names.js';
+import type { VMINetworkInterfaceStatus, VirtualMachineInstance } from '../types.js';
 
 export interface NodeAddresses {
   /** First usable IPv4 address of the chosen interface. */

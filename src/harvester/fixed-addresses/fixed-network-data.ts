@@ -7,7 +7,7 @@
 // one too, the two cannot both hold: that is refused, naming both flags
 // (docs/decisions/0016-per-machine-addresses.md).
 import { Document, isMap, isSeq, parseDocument, type YAMLMap } from 'yaml';
-import { yamlProblem } from '../common/parse-problems.js';
+import { yamlProblem } from '../../common/parse-problems.js';
 
 /** What the pool's NIC gets: a static address, or DHCP (a Harvester IP pool serves it). */
 export type FixedNicConfig =

@@ -2,7 +2,10 @@
 // the network data it would give the machine merged with --harvester-network-data, rendered
 // with a stand-in address and MAC (which address and MAC the machine gets changes nothing
 // of what can conflict).
-import { fixedNetworkData, type FixedNetworkRequest } from '../../harvester/fixed-network-data.js';
+import {
+  fixedNetworkData,
+  type FixedNetworkRequest,
+} from '../../harvester/fixed-addresses/fixed-network-data.js';
 import {
   describesAddresses,
   ipPoolInfoProblems,
@@ -10,11 +13,11 @@ import {
   poolInterface,
   poolPrefix,
   type IpPoolInfo,
-} from '../../harvester/ip-pool.js';
-import { networkDataProblems } from '../../harvester/network-data.js';
-import { FLAGS } from '../flags.js';
-import type { DriverConfig } from './driver-config.js';
-import type { Problems } from './problems.js';
+} from '../../harvester/fixed-addresses/ip-pool.js';
+import { networkDataProblems } from '../../harvester/cloud-init/network-data.js';
+import { FLAGS } from '../config/flags.js';
+import type { DriverConfig } from '../config/driver-config.js';
+import type { Problems } from '../config/problems.js';
 
 /** The MAC --harvester-network-info pins on interface i, or "". */
 export function userMac(cfg: DriverConfig, index: number): string {

@@ -22,8 +22,8 @@ import {
   readClaim,
   type AddressClaim,
   type FixedAddress,
-} from '../../harvester/address-claims.js';
-import { fixedNetworkData } from '../../harvester/fixed-network-data.js';
+} from '../../harvester/fixed-addresses/address-claims.js';
+import { fixedNetworkData } from '../../harvester/fixed-addresses/fixed-network-data.js';
 import {
   describePool,
   describesAddresses,
@@ -32,16 +32,16 @@ import {
   poolNetworkId,
   poolPrefix,
   type IpPoolInfo,
-} from '../../harvester/ip-pool.js';
+} from '../../harvester/fixed-addresses/ip-pool.js';
 import { namespacedName, nicName } from '../../harvester/names.js';
-import { ipPoolOfNetwork, ipPoolPrefix, type VmDhcpIpPool } from '../../harvester/vm-dhcp.js';
+import { ipPoolOfNetwork, ipPoolPrefix, type VmDhcpIpPool } from '../../harvester/fixed-addresses/vm-dhcp.js';
 import { isAlreadyExists, isConflict, isKubeError } from '../../kube/errors.js';
 import type { KubeObject } from '../../kube/resources.js';
-import { fixedNetworkRequest, interfaceCount, userMac } from '../config/fixed-address-checks.js';
+import { fixedNetworkRequest, interfaceCount, userMac } from './fixed-address-checks.js';
 import type { ConfigMap, Vm } from '../harvester-api.js';
-import { isOurAbandonedVm } from './adopt.js';
-import { vmRef, type OperationContext } from './context.js';
-import { waitForPoolAddress } from './waits.js';
+import { isOurAbandonedVm } from '../operations/adopt.js';
+import { vmRef, type OperationContext } from '../operations/context.js';
+import { waitForPoolAddress } from '../operations/waits.js';
 
 const FLAG = '--harvester-ip-pool-info';
 

@@ -2,12 +2,12 @@
 // and whether the pool has an address left, refused naming the pool and what holds its
 // addresses. Two creates at once can both pass this for the last address; Create's claim
 // decides between them (fixed-address.ts).
-import { claimProblems, describeHolders } from '../../harvester/address-claims.js';
-import { describePool, poolAddresses } from '../../harvester/ip-pool.js';
-import { describeIpPool, ipPoolUsage } from '../../harvester/vm-dhcp.js';
+import { claimProblems, describeHolders } from '../../harvester/fixed-addresses/address-claims.js';
+import { describePool, poolAddresses } from '../../harvester/fixed-addresses/ip-pool.js';
+import { describeIpPool, ipPoolUsage } from '../../harvester/fixed-addresses/vm-dhcp.js';
 import { isForbidden, KubeError } from '../../kube/errors.js';
 import { VmDhcpResources } from '../harvester-api.js';
-import type { OperationContext } from './context.js';
+import type { OperationContext } from '../operations/context.js';
 import { addressSource, holdingClaims, type AddressSource } from './fixed-address.js';
 
 const FLAG = '--harvester-ip-pool-info';

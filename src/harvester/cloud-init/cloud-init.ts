@@ -20,9 +20,9 @@ import {
   YAMLMap,
   type Node,
 } from 'yaml';
-import { yamlProblem } from '../common/parse-problems.js';
-import { cloudInitSecretName } from './names.js';
-import type { CloudInitSource, ObjectMeta, Secret, VirtualMachine } from './types.js';
+import { yamlProblem } from '../../common/parse-problems.js';
+import { cloudInitSecretName } from '../names.js';
+import type { CloudInitSource, ObjectMeta, Secret, VirtualMachine } from '../types.js';
 
 export const CLOUD_CONFIG_HEADER = '#cloud-config\n';
 export const JINJA_TEMPLATE_HEADER = '## template: jinja\n';

@@ -5,13 +5,13 @@
 // acted on): docs/upstream/harvester-host-devices.md#claims-and-passthrough.
 // The decision refuses only what cannot work; what it cannot see (VMs of other namespaces,
 // a list the credential may not read) never causes a refusal.
-import type { PciDevice, PciDeviceClaim, UsbDevice } from '../api/harvester.js';
-import type { ObjectMeta } from '../api/meta.js';
-import type { GoHostDeviceInfo } from './go-config.js';
+import type { PciDevice, PciDeviceClaim, UsbDevice } from '../../api/harvester.js';
+import type { ObjectMeta } from '../../api/meta.js';
+import type { GoHostDeviceInfo } from '../config/go-config.js';
 
 export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDetails';
 
-export type { PciDevice, PciDeviceClaim, UsbDevice } from '../api/harvester.js';
+export type { PciDevice, PciDeviceClaim, UsbDevice } from '../../api/harvester.js';
 
 export interface DeviceUsingVm {
   metadata: ObjectMeta;

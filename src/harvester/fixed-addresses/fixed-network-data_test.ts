@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { fixedNetworkData, type FixedNetworkRequest } from './fixed-network-data.js';
-import { networkDataProblems } from './network-data.js';
+import { networkDataProblems } from '../cloud-init/network-data.js';
 
 const MAC = '02:aa:bb:cc:dd:01';
 const staticNic = (over: Partial<FixedNetworkRequest> = {}): FixedNetworkRequest => ({

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from '../kube/testing/kubeconfig.js';
+import { FAKE_TOKEN, FAKE_TOKEN_SECRET, rancherKubeconfig } from '../../kube/testing/kubeconfig.js';
 import {
   ConfigError,
   configFromFlags,
@@ -8,9 +8,9 @@ import {
   configWarnings,
   newDriverConfig,
   type DriverConfig,
-} from './config.js';
+} from './index.js';
 import { defaultFlagValues } from './flags.js';
-import type { FlagValue } from './machine-driver.js';
+import type { FlagValue } from '../machine-driver.js';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 

@@ -11,13 +11,13 @@ import {
   fixedAddressOfVm,
   type ConfigMapObject,
   type FixedAddress,
-} from '../../harvester/address-claims.js';
-import { claimName, emptyIpPoolInfo, type IpPoolInfo } from '../../harvester/ip-pool.js';
+} from '../../harvester/fixed-addresses/address-claims.js';
+import { claimName, emptyIpPoolInfo, type IpPoolInfo } from '../../harvester/fixed-addresses/ip-pool.js';
 import { CREATOR, LABEL_CREATOR, LABEL_VM_NAME } from '../../harvester/labels.js';
 import { silentLogger } from '../../log/logger.js';
-import { newDriverConfig } from '../config.js';
+import { newDriverConfig } from '../config/index.js';
 import type { ConfigMap, HarvesterApi, Vm } from '../harvester-api.js';
-import type { OperationContext } from './context.js';
+import type { OperationContext } from '../operations/context.js';
 import {
   AddressClaimRefusedError,
   freeMachineClaims,

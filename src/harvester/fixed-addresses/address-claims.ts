@@ -4,10 +4,10 @@
 // VM exists the claim is owned by it, so Kubernetes' garbage collector frees the address
 // with the VM whatever happens to the driver. Pure: the objects, reading them back, and the
 // decisions (docs/decisions/0016-per-machine-addresses.md).
-import { formatLabelValue } from './labels.js';
+import { formatLabelValue } from '../labels.js';
 import { claimName, networkKey, poolAddressProblem, type IpPoolInfo } from './ip-pool.js';
 import { unicastMacProblem } from './mac-address.js';
-import type { ObjectMeta } from './types.js';
+import type { ObjectMeta } from '../types.js';
 
 /** On every claim: the network's key, so one list finds the network's claims. */
 export const LABEL_ADDRESS_CLAIM = 'harvester-machine.io/address-claim';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { newGoDriverConfig, type GoDriverConfig } from './go-config.js';
+import { newGoDriverConfig, type GoDriverConfig } from '../config/go-config.js';
 import { hostDeviceInfoProblems, hostDeviceNameProblems, parseHostDeviceInfo } from './host-devices.js';
-import { planRemoval } from './removal-plan.js';
-import { pvc, pvcVolume, vmWith } from './testing/fixtures.js';
-import { buildVirtualMachine, type VmBuildContext } from './vm-spec.js';
+import { planRemoval } from '../removal-plan.js';
+import { pvc, pvcVolume, vmWith } from '../testing/fixtures.js';
+import { buildVirtualMachine, type VmBuildContext } from '../vm-spec.js';
 
 const T4 = 'nvidia.com/TU104GL_TESLA_T4';
 
