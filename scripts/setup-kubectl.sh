@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kubectl for "The sandbox by hand" (README) and its test: the one on PATH when there is one,
+# kubectl for docs/sandbox-by-hand.md and its test: the one on PATH when there is one,
 # else built once from the Go module proxy at the control plane's Kubernetes version and
 # cached under $HARVESTER_MACHINE_CACHE (default ~/.cache/harvester-machine). Prints the
 # path of the kubectl to use; put its directory on PATH when it is not /usr/bin's.

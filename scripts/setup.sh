@@ -2,7 +2,7 @@
 # Sets up a fresh machine (Debian, Node >= 20, Go) for one purpose:
 #
 #   setup.sh [--for tests]        everything (the default): what the test suite, `npm run sandbox`
-#                                 and the README's sandbox by hand need (Harvester's own harvester
+#                                 and docs/sandbox-by-hand.md need (Harvester's own harvester
 #                                 and webhook among them: sandbox/harvester)
 #   setup.sh --for walkthrough    only what `npm run walkthrough` needs: no squid or microsocks,
 #                                 no release tools (buildah, podman, skopeo, helm), one Cluster API
@@ -105,7 +105,7 @@ run_phases() {
   phase "KubeVirt virt-api and virt-controller $kubevirt_version" 300 bash sandbox/kubevirt/build-kubevirt.sh "$kubevirt_version"
   if [ "$mode" = tests ]; then
     phase "Harvester $harvester_version's own harvester and webhook" 600 bash sandbox/harvester/build-harvester.sh "$harvester_version"
-    phase "kubectl $kube_version for the README's sandbox by hand" 120 bash scripts/setup-kubectl.sh
+    phase "kubectl $kube_version for docs/sandbox-by-hand.md" 120 bash scripts/setup-kubectl.sh
   fi
   phase "compile TypeScript" 40 compile
   if [ "$mode" = walkthrough ]; then

@@ -1,8 +1,8 @@
-// The README's "The sandbox by hand", followed literally: every command of its sh blocks,
+// docs/sandbox-by-hand.md (linked from the README), followed literally: every command of its sh blocks,
 // in order, in one bash session started at the repository root (so `eval "$(…sandbox env)"`
 // carries over, as in a person's terminal), the block marked `readme-test: background`
 // started first as the "first terminal". Each command must exit 0 and print what its
-// `# expect:` lines say (and nothing its `# expect no:` lines name). The README cannot
+// `# expect:` lines say (and nothing its `# expect no:` lines name). The page cannot
 // drift from what the sandbox does: change one, and this fails until the other follows.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -20,7 +20,7 @@ export interface ReadmeCommand {
   text: string;
   expect: string[];
   expectNot: string[];
-  /** The README line it starts on (for failure messages). */
+  /** The page's line it starts on (for failure messages). */
   line: number;
 }
 
@@ -29,6 +29,8 @@ export interface ReadmeBlock {
   commands: ReadmeCommand[];
 }
 
+/** The page holding the commands (the README links it). */
+const PAGE = 'docs/sandbox-by-hand.md';
 const START = '<!-- readme-test: start';
 const END = '<!-- readme-test: end -->';
 const BACKGROUND = '<!-- readme-test: background -->';
@@ -45,7 +47,7 @@ function readBlock(lines: string[], from: number, to: number, background: boolea
     const expectNot = /^# expect no: (.+)$/.exec(l)?.[1];
     const last = block.commands.at(-1);
     if (expect || expectNot) {
-      if (!last) throw new Error(`README.md line ${i + 1}: an expectation before any command`);
+      if (!last) throw new Error(`${PAGE} line ${i + 1}: an expectation before any command`);
       if (expect) last.expect.push(expect);
       if (expectNot) last.expectNot.push(expectNot);
     } else if (l.startsWith('#') || !l.trim()) continue;
@@ -66,7 +68,7 @@ export function readmeBlocks(markdown: string): ReadmeBlock[] {
   const lines = markdown.split('\n');
   const from = lines.findIndex((l) => l.startsWith(START));
   const to = lines.findIndex((l) => l.startsWith(END));
-  if (from < 0 || to < from) throw new Error('README.md has no readme-test start/end markers');
+  if (from < 0 || to < from) throw new Error(`${PAGE} has no readme-test start/end markers`);
   const blocks: ReadmeBlock[] = [];
   let previous = '';
   for (let i = from + 1; i < to; i++) {
@@ -84,7 +86,7 @@ export function readmeBlocks(markdown: string): ReadmeBlock[] {
 }
 
 const skip = rancherMachineSkipReason();
-const README = path.join(repoRoot(), 'README.md');
+const README = path.join(repoRoot(), PAGE);
 
 /** kubectl on PATH, or the one scripts/setup-kubectl.sh built. */
 function pathWithKubectl(): string {
@@ -152,7 +154,7 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   });
 }
 
-describe('README: the sandbox by hand', { timeout: 20 * 60_000 }, () => {
+describe('docs/sandbox-by-hand.md: the sandbox by hand', { timeout: 20 * 60_000 }, () => {
   it('finds its commands and expectations between the markers', () => {
     const blocks = readmeBlocks(fs.readFileSync(README, 'utf8'));
     assert.equal(blocks.filter((b) => b.background).length, 1, 'one command runs in the first terminal');
@@ -193,7 +195,7 @@ describe('README: the sandbox by hand', { timeout: 20 * 60_000 }, () => {
   before(async () => void (await jobBinaries(() => undefined)), { timeout: 15 * 60_000 });
 
   it(
-    'runs them literally against a sandbox, and each prints what the README says',
+    'runs them literally against a sandbox, and each prints what the page says',
     { timeout: 10 * 60_000 },
     async () => {
       const blocks = readmeBlocks(fs.readFileSync(README, 'utf8'));
@@ -219,7 +221,7 @@ describe('README: the sandbox by hand', { timeout: 20 * 60_000 }, () => {
         const t0 = Date.now();
         const ran = await runSession(commands, env, 8 * 60_000);
         for (const r of ran) {
-          const where = `README.md line ${r.command.line}: ${r.command.text}`;
+          const where = `${PAGE} line ${r.command.line}: ${r.command.text}`;
           assert.equal(
             r.code,
             0,

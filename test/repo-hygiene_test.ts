@@ -11,6 +11,7 @@ import {
   headingAnchors,
   referenceProblems,
   unindexedRecords,
+  unlinkedPages,
   type RepoView,
 } from './support/repo-references.js';
 
@@ -128,6 +129,13 @@ describe('unindexedRecords', () => {
   });
 });
 
+describe('unlinkedPages', () => {
+  it('names the pages the README does not link, anchors and fragments aside', () => {
+    const readme = '[a](docs/a.md#x) [b](./docs/b.md) [up](docs/upstream/README.md)';
+    assert.deepEqual(unlinkedPages(readme, ['docs/a.md', 'docs/b.md', 'docs/c.md']), ['docs/c.md']);
+  });
+});
+
 describe('the repository', () => {
   const root = repoRoot();
   const files = repositoryFiles(root);
@@ -139,6 +147,21 @@ describe('the repository', () => {
       problems.map((p) => `${p.file}:${p.line}: ${p.message}`),
       [],
     );
+  });
+
+  it('links every page of docs/ from the README, so the manual is reachable from it', () => {
+    const pages = fs
+      .readdirSync(path.join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`)
+      .concat(['docs/decisions/README.md', 'docs/upstream/README.md']);
+    assert.ok(pages.length > 10, `only ${pages.length} pages found`);
+    assert.deepEqual(unlinkedPages(files.get('README.md') ?? '', pages), []);
+  });
+
+  it('keeps the README to a few screens; the manual lives in docs/', () => {
+    const size = Buffer.byteLength(files.get('README.md') ?? '');
+    assert.ok(size > 4_000 && size <= 15 * 1024, `README.md is ${size} bytes`);
   });
 
   it('lists every decision record in docs/decisions/README.md', () => {

@@ -9,7 +9,7 @@
 // `sandbox env`: the export lines of the running sandbox, for `eval "$(npm run --silent sandbox env)"`.
 // The other commands (create-cluster, workload-volume, load-balancer, delete-cluster,
 // job-logs, expire-token, renew-credential) play, against the running sandbox, what only
-// the walkthrough played before; see sandbox/session/ and the README's "The sandbox by hand".
+// the walkthrough played before; see sandbox/session/ and docs/sandbox-by-hand.md.
 // State directory: --state-dir, else $HARVESTER_MACHINE_SANDBOX_DIR, else
 // ~/.local/state/harvester-machine/sandbox.
 import fs from 'node:fs';

@@ -138,7 +138,7 @@ describe('CSI stand-in and hot-plug', () => {
         name: v1.hostPvc,
       });
       assert.equal(host.metadata.labels, undefined);
-      // What a guest apiserver costs (the README's sandbox figures).
+      // What a guest apiserver costs (docs/limits.md, guest volumes).
       t.diagnostic(
         `guest apiservers: ready in ${Math.round(one.startMs)} ms and ${Math.round(two.startMs)} ms; resident ${residentMiB(one.pid) ?? '?'} MiB and ${residentMiB(two.pid) ?? '?'} MiB`,
       );

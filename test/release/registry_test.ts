@@ -1,5 +1,5 @@
-// The controller image through a real registry, as an operator ships it (README: Install in
-// Rancher, step 2): Debian's docker-registry (the CNCF distribution registry) on 127.0.0.1 with
+// The controller image through a real registry, as an operator ships it (docs/install.md,
+// step 2): Debian's docker-registry (the CNCF distribution registry) on 127.0.0.1 with
 // TLS from a CA made by the test; skopeo pushes the release's OCI archive to it, the registry
 // serves the archive's manifest digest, and podman pulls the image by that digest, trusting
 // that CA, and runs it with a read-only root.

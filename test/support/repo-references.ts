@@ -141,3 +141,11 @@ export function referenceProblems(file: string, text: string, repo: RepoView): R
 export function unindexedRecords(indexText: string, recordFiles: readonly string[]): string[] {
   return recordFiles.filter((f) => /^\d{4}-.*\.md$/.test(f) && !indexText.includes(`](${f})`));
 }
+
+/** The pages (paths relative to the README's folder) that the README links to nowhere. */
+export function unlinkedPages(readme: string, pages: readonly string[]): string[] {
+  const linked = new Set(
+    [...readme.matchAll(MARKDOWN_LINK)].map((m) => resolveRelative('README.md', m[1] ?? '')),
+  );
+  return pages.filter((page) => !linked.has(page));
+}

@@ -166,15 +166,20 @@ describe('flag table', () => {
   });
 });
 
-describe('README: the flags beyond the Go driver’s', () => {
-  const readme = fs.readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
-  const section = readme.slice(readme.indexOf('### Flags beyond the Go driver'));
+describe('docs/flags.md: the flags beyond the Go driver’s', () => {
+  const page = fs.readFileSync(new URL('../../../../docs/flags.md', import.meta.url), 'utf8');
+  const section = page.slice(page.indexOf('# Flags beyond the Go driver'));
   const ours = FLAG_TABLE.filter((f) => f.origin === 'harvester-machine');
+  /** Where the section's table ends: the next heading after its own, or the end of the page. */
+  const nextHeading = (text: string): number | undefined => {
+    const at = text.slice(1).search(/^#{1,6} /m);
+    return at < 0 ? undefined : at + 1;
+  };
 
   it('lists every flag of ours in its table, and no other', () => {
-    const rows = [
-      ...section.slice(0, section.indexOf('\n### ')).matchAll(/^\| `--(harvester-[a-z-]+)` \|/gm),
-    ].map((m) => m[1]);
+    const rows = [...section.slice(0, nextHeading(section)).matchAll(/^\| `--(harvester-[a-z-]+)` \|/gm)].map(
+      (m) => m[1],
+    );
     assert.deepEqual(
       rows,
       ours.map((f) => f.name),
