@@ -28,7 +28,7 @@ import {
   type TargetOutcome,
 } from './deleted-cluster-cleanup.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { lbOwnership } from './lb-ownership.js';
 import { Counter, type Registry } from 'prom-client';
 

@@ -17,7 +17,8 @@ import {
   usableCandidates,
 } from './credential-choice.js';
 import type { CleanupOutcome, FailureReason } from './gate-decision.js';
-import { annotateMachineVm, type HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
+import { annotateMachineVm } from './machine-vm-annotation.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
 
 export interface CleanupDeps {

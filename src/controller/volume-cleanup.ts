@@ -23,7 +23,7 @@ import {
   type TargetOutcome,
 } from './deleted-cluster-cleanup.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import type { VolumeOwnership } from './volume-ownership.js';
 
 export const VolumeReasons = {

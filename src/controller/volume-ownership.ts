@@ -33,7 +33,7 @@ import type { RancherCaches } from './caches.js';
 import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure } from './cluster-targets.js';
 import type { EventRecorder } from './events.js';
 import type { GuestVolumesMode } from './config.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
 

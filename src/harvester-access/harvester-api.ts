@@ -1,6 +1,7 @@
-// The driver's view of one Harvester cluster: typed reads and writes of the objects
-// it touches, every call through the one KubeClient, and a rejected credential turned
-// into CredentialRejectedError at this single place (so no operation can forget it).
+// One Harvester cluster as the driver, the CLI and the controller see it: typed reads and
+// writes of the objects they touch, every call through the one KubeClient (src/kube), and,
+// for the driver (given where its credential came from), a rejected credential turned into
+// CredentialRejectedError at this single place (so no operation can forget it).
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { admissionDenial, isCredentialRejected, isNotFound } from '../kube/errors.js';
@@ -20,7 +21,7 @@ import type {
   VirtualMachineInstance,
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
-import type { DeleteAnswer, ListRead } from '../harvester/removal-reads.js';
+import type { DeleteAnswer, ListRead } from '../harvester/removal-scope.js';
 import type { ConfigMapObject } from '../harvester/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
 import { CredentialRejectedError, credentialRejected, type CredentialSource } from './credential-error.js';
@@ -69,7 +70,8 @@ export class HarvesterApi {
 
   constructor(
     readonly client: KubeClient,
-    private readonly source: CredentialSource,
+    /** Where the credential came from; without it a refused credential stays the KubeError it is. */
+    private readonly source?: CredentialSource,
   ) {}
 
   /** A view for one operation: the same client, its own record of changes. */
@@ -94,7 +96,8 @@ export class HarvesterApi {
     try {
       return await call();
     } catch (err) {
-      if (isCredentialRejected(err)) throw credentialRejected(err, this.source, new Date(), this.changes);
+      if (this.source !== undefined && isCredentialRejected(err))
+        throw credentialRejected(err, this.source, new Date(), this.changes);
       throw err;
     }
   }
@@ -265,14 +268,22 @@ export class HarvesterApi {
     return this.guard(() => this.client.find<Secret & KubeObject>(Resources.secret, { namespace, name }));
   }
 
-  /** A merge patch carrying the resourceVersion read: Conflict when someone changed the VM since. */
-  patchVmAnnotations(vm: Vm, annotations: Record<string, string | null>): Promise<Vm> {
+  /**
+   * A merge patch carrying the resourceVersion read: Conflict when someone changed the VM since;
+   * with `anyVersion`, of these keys only, whatever the VM's version.
+   */
+  patchVmAnnotations(
+    vm: Pick<Vm, 'metadata'>,
+    annotations: Record<string, string | null>,
+    options: { anyVersion?: boolean } = {},
+  ): Promise<Vm> {
     const { namespace, name, resourceVersion } = vm.metadata;
+    const metadata = options.anyVersion ? { annotations } : { resourceVersion, annotations };
     return this.write(`annotated VM ${ref(vm.metadata)} (${Object.keys(annotations).join(', ')})`, () =>
       this.client.patch<Vm>(
         Resources.virtualMachine,
         { namespace: namespace ?? '', name: name ?? '' },
-        { metadata: { resourceVersion, annotations } },
+        { metadata },
       ),
     );
   }

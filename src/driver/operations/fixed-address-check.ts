@@ -6,7 +6,7 @@ import { claimProblems, describeHolders } from '../../harvester/address-claims.j
 import { describePool, poolAddresses } from '../../harvester/ip-pool.js';
 import { describeIpPool, ipPoolUsage } from '../../harvester/vm-dhcp.js';
 import { isForbidden, KubeError } from '../../kube/errors.js';
-import { VmDhcpResources } from '../harvester-api.js';
+import { VmDhcpResources } from '../../harvester-access/harvester-api.js';
 import type { OperationContext } from './context.js';
 import { addressSource, holdingClaims, type AddressSource } from './fixed-address.js';
 

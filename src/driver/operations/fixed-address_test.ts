@@ -16,7 +16,7 @@ import { claimName, emptyIpPoolInfo, type IpPoolInfo } from '../../harvester/ip-
 import { CREATOR, LABEL_CREATOR, LABEL_VM_NAME } from '../../harvester/labels.js';
 import { silentLogger } from '../../log/logger.js';
 import { newDriverConfig } from '../config.js';
-import type { ConfigMap, HarvesterApi, Vm } from '../harvester-api.js';
+import type { ConfigMap, HarvesterApi, Vm } from '../../harvester-access/harvester-api.js';
 import type { OperationContext } from './context.js';
 import {
   AddressClaimRefusedError,
