@@ -81,7 +81,7 @@ export class HarvesterApi {
 
   static fromKubeconfig(
     content: string,
-    source: CredentialSource,
+    source: CredentialSource | undefined,
     options: KubeClientOptions & { trust?: KubeconfigTrust } = {},
   ): HarvesterApi {
     return new HarvesterApi(KubeClient.fromKubeconfig(content, options), source);
@@ -117,10 +117,17 @@ export class HarvesterApi {
     return this.guard(() => this.client.find<Vmi>(Resources.virtualMachineInstance, { namespace, name }));
   }
 
-  /** The namespace's VMs; with a label selector, only those it selects; as `read` says (default consistent). */
-  async listVms(namespace: string, labelSelector?: string, read: ListRead = 'consistent'): Promise<Vm[]> {
+  /**
+   * The namespace's VMs (every namespace's when undefined); with a label selector, only those it
+   * selects; as `read` says (default consistent).
+   */
+  async listVms(
+    namespace: string | undefined,
+    labelSelector?: string,
+    read: ListRead = 'consistent',
+  ): Promise<Vm[]> {
     const opts = {
-      namespace,
+      ...(namespace !== undefined ? { namespace } : {}),
       ...(labelSelector !== undefined ? { labelSelector } : {}),
       ...(read === 'cached' ? { resourceVersion: '0' } : {}),
       ...(typeof read === 'object'
@@ -130,23 +137,71 @@ export class HarvesterApi {
     return (await this.guard(() => this.client.list<Vm>(Resources.virtualMachine, opts))).items;
   }
 
-  /** The namespace's PVCs; with a label selector, only those it selects. */
-  async listPvcs(namespace: string, labelSelector?: string): Promise<Pvc[]> {
-    const opts = { namespace, ...(labelSelector !== undefined ? { labelSelector } : {}) };
-    return (await this.guard(() => this.client.list<Pvc>(Resources.pvc, opts))).items;
+  /** Objects of a namespaced kind in `namespace`, or in every namespace when undefined. */
+  private async listIn<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    labelSelector?: string,
+  ): Promise<T[]> {
+    const opts = {
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(labelSelector !== undefined ? { labelSelector } : {}),
+    };
+    return (await this.guard(() => this.client.list<T>(type, opts))).items;
+  }
+
+  /** The namespace's PVCs (every namespace's when undefined); with a label selector, only those it selects. */
+  listPvcs(namespace: string | undefined, labelSelector?: string): Promise<Pvc[]> {
+    return this.listIn<Pvc>(Resources.pvc, namespace, labelSelector);
+  }
+
+  /** The namespace's VM instances (every namespace's when undefined). */
+  listVmis(namespace: string | undefined): Promise<Vmi[]> {
+    return this.listIn<Vmi>(Resources.virtualMachineInstance, namespace);
+  }
+
+  /** The namespace's pods (every namespace's when undefined): who mounts a volume. */
+  listPods(namespace: string | undefined): Promise<KubeObject[]> {
+    return this.listIn<KubeObject>(Resources.pod, namespace);
+  }
+
+  /** The namespace's events (every namespace's when undefined). */
+  listEvents(namespace: string | undefined): Promise<KubeObject[]> {
+    return this.listIn<KubeObject>(Resources.event, namespace);
+  }
+
+  /** The names of the cluster's namespaces. */
+  async listNamespaceNames(): Promise<string[]> {
+    return (await this.listAll<KubeObject>(Resources.namespace)).map((n) => n.metadata.name ?? '');
   }
 
   findPvc(namespace: string, name: string): Promise<Pvc | undefined> {
     return this.guard(() => this.client.find<Pvc>(Resources.pvc, { namespace, name }));
   }
 
-  /** The namespace's Harvester load balancers (the dry run names a whole-cluster deletion's). */
-  async listLoadBalancers(namespace: string): Promise<Array<LoadBalancer & KubeObject>> {
-    return (
-      await this.guard(() =>
-        this.client.list<LoadBalancer & KubeObject>(Resources.loadBalancer, { namespace }),
-      )
-    ).items;
+  /** The namespace's Harvester load balancers (every namespace's when undefined). */
+  listLoadBalancers(namespace: string | undefined): Promise<Array<LoadBalancer & KubeObject>> {
+    return this.listIn<LoadBalancer & KubeObject>(Resources.loadBalancer, namespace);
+  }
+
+  findLoadBalancer(namespace: string, name: string): Promise<(LoadBalancer & KubeObject) | undefined> {
+    return this.guard(() =>
+      this.client.find<LoadBalancer & KubeObject>(Resources.loadBalancer, { namespace, name }),
+    );
+  }
+
+  /** Deletes only the load balancer listed (uid precondition when given); false when already gone. */
+  deleteLoadBalancer(namespace: string, name: string, uid?: string): Promise<boolean> {
+    return this.write(
+      `deleted load balancer ${namespace}/${name}`,
+      () =>
+        this.client.delete(
+          Resources.loadBalancer,
+          { namespace, name },
+          uid ? { preconditions: { uid } } : {},
+        ),
+      (deleted) => deleted,
+    );
   }
 
   findSetting(name: string): Promise<Setting | undefined> {
@@ -186,11 +241,9 @@ export class HarvesterApi {
     );
   }
 
-  /** The namespace's ConfigMaps with these labels (the address claims). */
-  async listConfigMaps(namespace: string, labelSelector: string): Promise<ConfigMap[]> {
-    return (
-      await this.guard(() => this.client.list<ConfigMap>(Resources.configMap, { namespace, labelSelector }))
-    ).items;
+  /** The namespace's ConfigMaps (every namespace's when undefined) with these labels (the address claims). */
+  listConfigMaps(namespace: string | undefined, labelSelector: string): Promise<ConfigMap[]> {
+    return this.listIn<ConfigMap>(Resources.configMap, namespace, labelSelector);
   }
 
   findConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
@@ -232,6 +285,26 @@ export class HarvesterApi {
           Resources.configMap,
           { namespace: namespace ?? '', name: name ?? '' },
           Object.keys(preconditions).length > 0 ? { preconditions } : {},
+        ),
+      (deleted) => deleted,
+    );
+  }
+
+  /** Deletes the ConfigMap only as it was listed (this uid and resourceVersion); false when already gone. */
+  deleteListedConfigMap(cm: {
+    namespace: string;
+    name: string;
+    uid: string;
+    resourceVersion: string;
+  }): Promise<boolean> {
+    const { namespace, name, uid, resourceVersion } = cm;
+    return this.write(
+      `deleted ConfigMap ${namespace}/${name}`,
+      () =>
+        this.client.delete(
+          Resources.configMap,
+          { namespace, name },
+          { preconditions: { uid, resourceVersion } },
         ),
       (deleted) => deleted,
     );
@@ -293,7 +366,7 @@ export class HarvesterApi {
    * Foreground deletion, only of the VM we read (uid precondition). Returns the VM as it is
    * being deleted (with its finalizers and resourceVersion), 'deleted' or 'gone'.
    */
-  deleteVm(vm: Vm): Promise<Vm | 'deleted' | 'gone'> {
+  deleteVm(vm: Pick<Vm, 'metadata'>): Promise<Vm | 'deleted' | 'gone'> {
     const { namespace, name, uid } = vm.metadata;
     return this.write(
       `started deleting VM ${ref(vm.metadata)}`,
