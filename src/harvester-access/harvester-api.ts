@@ -155,6 +155,24 @@ export class HarvesterApi {
     return this.listIn<Pvc>(Resources.pvc, namespace, labelSelector);
   }
 
+  /**
+   * A merge patch of a PVC's labels and annotations (null removes a key); with a resourceVersion,
+   * only on that version (a Conflict otherwise).
+   */
+  patchPvcMetadata(
+    namespace: string,
+    name: string,
+    metadata: {
+      resourceVersion?: string | undefined;
+      labels?: Record<string, string | null>;
+      annotations?: Record<string, string | null>;
+    },
+  ): Promise<Pvc> {
+    return this.write(`labelled PVC ${namespace}/${name}`, () =>
+      this.client.patch<Pvc>(Resources.pvc, { namespace, name }, { metadata }),
+    );
+  }
+
   /** The namespace's VM instances (every namespace's when undefined). */
   listVmis(namespace: string | undefined): Promise<Vmi[]> {
     return this.listIn<Vmi>(Resources.virtualMachineInstance, namespace);
