@@ -259,6 +259,11 @@ export class HarvesterApi {
     );
   }
 
+  /** The namespace's vm-dhcp-controller VirtualMachineNetworkConfigs (which VM has which MAC). */
+  listVmNetworkConfigs(namespace: string): Promise<Array<VmNetworkConfig & KubeObject>> {
+    return this.listIn<VmNetworkConfig & KubeObject>(VmDhcpResources.networkConfig, namespace);
+  }
+
   /** The namespace's ConfigMaps (every namespace's when undefined) with these labels (the address claims). */
   listConfigMaps(namespace: string | undefined, labelSelector: string): Promise<ConfigMap[]> {
     return this.listIn<ConfigMap>(Resources.configMap, namespace, labelSelector);
