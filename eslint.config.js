@@ -4,6 +4,7 @@ import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layersPlugin } from './eslint/layers.js';
+import { PURE_LAYERS, pureLayersPlugin } from './eslint/pure-layers.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '**/*.js', '!eslint.config.js', '!eslint/*.js'] },
@@ -41,6 +42,13 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     plugins: { layers: layersPlugin },
     rules: { 'layers/imports': ['error', { srcDir: path.join(import.meta.dirname, 'src') }] },
+  },
+  {
+    // No I/O in the pure layers (eslint/pure-layers.js); test/lint-pure_test.ts proves it.
+    files: PURE_LAYERS.map((layer) => `src/${layer}/**/*.ts`),
+    ignores: ['**/*_test.ts'],
+    plugins: { pure: pureLayersPlugin },
+    rules: { 'pure/no-io': 'error' },
   },
   { files: ['eslint.config.js', 'eslint/*.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -25,7 +25,7 @@ export const DRIVER_ROLE = 'harvester-machine-driver';
 export const DRIVER_CLUSTER_ROLE = 'harvester-machine-driver-cluster';
 
 /**
- * Exactly what the driver does (src/driver/harvester-api.ts) and what Rancher's cleanup
+ * Exactly what the driver does (src/harvester-access/harvester-api.ts) and what Rancher's cleanup
  * handler does with the same credential (an Update of the VM), and what the cleanup
  * controller does with it (label the guest cluster's host volumes; after a whole-cluster
  * deletion list and delete its load balancers and the volumes its VMs' removals left):

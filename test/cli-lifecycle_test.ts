@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import type { Vmi } from '../src/driver/harvester-api.js';
+import type { Vmi } from '../src/harvester-access/harvester-api.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { VirtualMachine } from '../src/harvester/types.js';
 import { eventually } from './support/eventually.js';

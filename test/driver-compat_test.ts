@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { ConfigError } from '../src/driver/config/index.js';
 import { isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
-import type { Vm } from '../src/driver/harvester-api.js';
+import type { Vm } from '../src/harvester-access/harvester-api.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { loadMachine, machineFlags, newMachine, tempStore } from './support/machines.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';

@@ -4,7 +4,7 @@
 // and without it the removal fails with an error that says what to renew, changing nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CredentialRejectedError } from '../src/driver/credential-error.js';
+import { CredentialRejectedError } from '../src/harvester-access/credential-error.js';
 import { ANNOTATION_REMOVED_PVCS } from '../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { expireRancherToken } from '../sandbox/rancher/tokens.js';

@@ -14,7 +14,7 @@ import {
 } from '../src/driver/fixed-addresses/fixed-address.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { MachineState } from '../src/driver/machine-driver.js';
-import type { Vm, Vmi } from '../src/driver/harvester-api.js';
+import type { Vm, Vmi } from '../src/harvester-access/harvester-api.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
 import {

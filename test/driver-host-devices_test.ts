@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { KubeClient } from '../src/kube/client.js';
 import { isForbidden, isKubeError, isNotFound } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
-import type { Vm } from '../src/driver/harvester-api.js';
+import type { Vm } from '../src/harvester-access/harvester-api.js';
 import { createTokenUser, tokenKubeconfig } from '../sandbox/control-plane/access.js';
 import { DRIVER_CLUSTER_RULES, DRIVER_RULES } from '../sandbox/sandbox-seeds.js';
 import {

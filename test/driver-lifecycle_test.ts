@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MachineState } from '../src/driver/machine-driver.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
-import type { Vmi } from '../src/driver/harvester-api.js';
+import type { Vmi } from '../src/harvester-access/harvester-api.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { newMachine, tempStore } from './support/machines.js';
 

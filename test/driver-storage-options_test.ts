@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ConfigError } from '../src/driver/config/index.js';
-import type { Vm } from '../src/driver/harvester-api.js';
+import type { Vm } from '../src/harvester-access/harvester-api.js';
 import { admissionDenial, isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { FlagValue } from '../src/driver/machine-driver.js';

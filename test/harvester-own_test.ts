@@ -9,7 +9,7 @@ import { FINALIZER_HARVESTER_VM_CLEANUP } from '../src/harvester/labels.js';
 import { isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { waitFor } from '../src/kube/wait.js';
-import type { Vm } from '../src/driver/harvester-api.js';
+import type { Vm } from '../src/harvester-access/harvester-api.js';
 import { WebhookConfigurations, type WebhookConfiguration } from '../sandbox/harvester/components.js';
 import { HARVESTER_NAMESPACE } from '../sandbox/harvester/version.js';
 import { useSandbox } from './support/sandbox-fixture.js';

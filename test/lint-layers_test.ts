@@ -124,6 +124,41 @@ describe('lint: layers of src/', () => {
     );
   });
 
+  it('puts harvester-access/ below the driver and the three fronts, above kube/', async () => {
+    assert.deepEqual(
+      await layerErrors(
+        'src/harvester-access/layer-fixture.ts',
+        "export * from '../kube/index.js';\nexport * from '../harvester/labels.js';\nexport * from '../rancher/cloud-credential.js';\n",
+      ),
+      [],
+    );
+    assert.deepEqual(
+      await layerErrors('src/harvester-access/layer-fixture.ts', "export * from '../driver/config.js';\n"),
+      [
+        'src/harvester-access/ may not import src/driver/ (it may import common/, api/, log/, harvester/, rancher/, kube/)',
+      ],
+    );
+    for (const front of ['driver', 'cli', 'controller', 'plugin']) {
+      assert.deepEqual(
+        await layerErrors(
+          `src/${front}/layer-fixture.ts`,
+          "export * from '../harvester-access/harvester-api.js';\n",
+        ),
+        [],
+        front,
+      );
+    }
+    assert.equal(
+      (
+        await layerErrors(
+          'src/harvester/layer-fixture.ts',
+          "export * from '../harvester-access/clients.js';\n",
+        )
+      ).length,
+      1,
+    );
+  });
+
   it('refuses src/ importing sandbox/, test/ or bench/, and a folder that is no layer', async () => {
     assert.deepEqual(
       await layerErrors(

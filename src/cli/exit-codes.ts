@@ -2,7 +2,7 @@
 // help text below is printed by `harvester-machine --help`; keep the two in step.
 import { CommanderError } from 'commander';
 import { ConfigError } from '../driver/config/index.js';
-import { CredentialRejectedError } from '../driver/credential-error.js';
+import { CredentialRejectedError } from '../harvester-access/credential-error.js';
 import { SavedConfigError } from '../driver/config/go-json.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { PreCreateCheckError } from '../driver/operations/pre-create-check.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CommanderError } from 'commander';
 import { ConfigError } from '../driver/config/index.js';
-import { CredentialRejectedError } from '../driver/credential-error.js';
+import { CredentialRejectedError } from '../harvester-access/credential-error.js';
 import { PreCreateCheckError } from '../driver/operations/pre-create-check.js';
 import { KubeError } from '../kube/errors.js';
 import { WaitTimeoutError } from '../kube/wait.js';

@@ -1,7 +1,7 @@
 // The harvester-machine command line: commands, global options, help, and the run loop
 // that turns any error into a message on stderr and an exit code (exit-codes.ts).
 import { Command, CommanderError } from 'commander';
-import { CredentialRejectedError } from '../driver/credential-error.js';
+import { CredentialRejectedError } from '../harvester-access/credential-error.js';
 import { redact } from '../log/redact.js';
 import { registerCreate } from './commands/create.js';
 import { registerDoctor } from './commands/doctor.js';

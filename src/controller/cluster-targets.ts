@@ -17,7 +17,7 @@ import {
   type CredentialCandidate,
 } from './credential-choice.js';
 import type { FailureReason } from './gate-decision.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { describeFailure } from './machine-cleanup.js';
 
 export interface ClusterTarget {

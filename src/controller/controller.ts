@@ -18,7 +18,7 @@ import { CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_CAPI_MACHINE } from '../rancher/labe
 import { CredentialMonitor } from './credential-monitor.js';
 import { formatSecretRef } from './credential-choice.js';
 import { EventRecorder } from './events.js';
-import { HarvesterClients, KubeconfigClients } from './harvester-access.js';
+import { HarvesterClients, KubeconfigClients } from '../harvester-access/clients.js';
 import { GUEST_MAX_RESPONSE_BYTES, GuestWatches } from './guest-watches.js';
 import { VolumeOwnership, ownershipMetrics } from './volume-ownership.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';

@@ -23,7 +23,7 @@ import {
   type ProbeResult,
 } from './credential-health.js';
 import type { EventRecorder } from './events.js';
-import { probeCredential, type HarvesterClients } from './harvester-access.js';
+import { probeCredential, type HarvesterClients } from '../harvester-access/clients.js';
 import { replaceAll, type ControllerMetrics } from './metrics.js';
 import { collectReferences } from './references.js';
 

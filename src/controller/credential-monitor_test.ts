@@ -11,7 +11,7 @@ import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../rancher
 import type { RancherCaches } from './caches.js';
 import { CredentialMonitor } from './credential-monitor.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { controllerMetrics } from './metrics.js';
 import type { SecretObject } from './types.js';
 

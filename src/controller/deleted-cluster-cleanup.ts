@@ -20,7 +20,7 @@ import { learnTargets, withTargetClient, type ClusterTarget } from './cluster-ta
 import { classifyDeletion } from './deletion-scope.js';
 import type { EventRecorder } from './events.js';
 import type { FailureReason } from './gate-decision.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import type { ProvisioningCluster } from './types.js';
 import type { Counter } from 'prom-client';
 

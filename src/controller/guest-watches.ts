@@ -33,7 +33,7 @@ import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
 import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../rancher/names.js';
 import type { SecretObject } from './types.js';
-import type { KubeconfigClients } from './harvester-access.js';
+import type { KubeconfigClients } from '../harvester-access/clients.js';
 import {
   MAX_NAME,
   MAX_NAMESPACE,

@@ -17,7 +17,6 @@ import {
 import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
 import { isConflict, isForbidden, isNotFound, type KubeClient, type ReconcileResult } from '../kube/index.js';
 import type { ObjectKey } from '../api/object-key.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { cloudProviderClusterName } from '../rancher/chart-values.js';
 import type { RancherCaches } from './caches.js';
@@ -28,7 +27,8 @@ import {
   type TargetOutcome,
 } from './deleted-cluster-cleanup.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
+import { HarvesterApi } from '../harvester-access/harvester-api.js';
 import { lbOwnership } from './lb-ownership.js';
 import { Counter, type Registry } from 'prom-client';
 
@@ -125,10 +125,7 @@ export class LoadBalancerCleanup {
   ): Promise<TargetOutcome> {
     const { cluster } = pending;
     const [vms, loadBalancers, serverVersion] = await Promise.all([
-      client.list<KubeObject>(Resources.virtualMachine, {
-        namespace,
-        labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`,
-      }),
+      new HarvesterApi(client).listVms(namespace, `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`),
       listLoadBalancers(client, namespace),
       readServerVersion(client),
     ]);
@@ -140,7 +137,7 @@ export class LoadBalancerCleanup {
     const decision = decideLoadBalancerCleanup({
       cluster,
       namespace,
-      vms: vms.items,
+      vms,
       loadBalancers,
       serverVersion,
     });
@@ -179,8 +176,7 @@ async function listLoadBalancers(
   namespace: string,
 ): Promise<LoadBalancer[] | 'not-served'> {
   try {
-    const list = await client.list<KubeObject>(Resources.loadBalancer, { namespace });
-    return list.items;
+    return await new HarvesterApi(client).listLoadBalancers(namespace);
   } catch (err) {
     // A Harvester without the load balancer add-on serves no such resource.
     if (isNotFound(err)) return 'not-served';
@@ -190,9 +186,7 @@ async function listLoadBalancers(
 
 async function readServerVersion(client: KubeClient): Promise<string | undefined> {
   try {
-    const s = await client.find<KubeObject & { value?: string; default?: string }>(Resources.setting, {
-      name: 'server-version',
-    });
+    const s = await new HarvesterApi(client).findSetting('server-version');
     return s?.value || s?.default || undefined;
   } catch (err) {
     // Not allowed to read it: decided as for an unknown version (delete what is left).
@@ -204,11 +198,8 @@ async function readServerVersion(client: KubeClient): Promise<string | undefined
 /** Deletes the load balancer that was listed (uid precondition); false when it was gone or replaced. */
 async function deleteLoadBalancer(client: KubeClient, lb: LoadBalancer): Promise<boolean> {
   try {
-    return await client.delete(
-      Resources.loadBalancer,
-      { namespace: lb.metadata.namespace ?? '', name: lb.metadata.name },
-      lb.metadata.uid ? { preconditions: { uid: lb.metadata.uid } } : {},
-    );
+    const { namespace, name, uid } = lb.metadata;
+    return await new HarvesterApi(client).deleteLoadBalancer(namespace ?? '', name, uid);
   } catch (err) {
     if (isConflict(err)) return false;
     throw err;

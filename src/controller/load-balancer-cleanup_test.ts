@@ -9,7 +9,7 @@ import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
 import { fakeCache } from './testing/fake-cache.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');

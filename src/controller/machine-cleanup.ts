@@ -1,5 +1,5 @@
 // The cleanup itself, for one Machine of a cluster being deleted: choose the credential
-// (credential-choice.ts), reach Harvester with it, annotate the VM (harvester-access.ts),
+// (credential-choice.ts), reach Harvester with it, annotate the VM (machine-vm-annotation.ts),
 // falling back to other credentials of the same Harvester cluster when one is rejected.
 // attemptCleanup is what the reconciler calls: it never throws and never outlasts the
 // time it was given, so every attempt ends in an outcome the gate's deadline applies to.
@@ -17,7 +17,8 @@ import {
   usableCandidates,
 } from './credential-choice.js';
 import type { CleanupOutcome, FailureReason } from './gate-decision.js';
-import { annotateMachineVm, type HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
+import { annotateMachineVm } from './machine-vm-annotation.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
 
 export interface CleanupDeps {

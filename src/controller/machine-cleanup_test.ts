@@ -4,7 +4,7 @@ import type { KubeClient } from '../kube/client.js';
 import { KubeError } from '../kube/errors.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
 import type { Cache } from './caches.js';
-import { HarvesterClients } from './harvester-access.js';
+import { HarvesterClients } from '../harvester-access/clients.js';
 import { attemptCleanup, describeFailure } from './machine-cleanup.js';
 import type { CapiMachine, SecretObject } from './types.js';
 

@@ -30,7 +30,7 @@ import {
   type FailureReason,
   type InfraState,
 } from './gate-decision.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { CapiCondition, CapiMachine } from './types.js';
 

@@ -9,10 +9,8 @@
 import type { ObjectKey } from '../api/object-key.js';
 import { decideVolumeCleanup } from '../harvester/cluster-volume-cleanup.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import type { HostPvc, PodLike } from '../harvester/orphaned-volumes.js';
-import type { VirtualMachine, VirtualMachineInstance } from '../harvester/types.js';
+import type { PodLike } from '../harvester/orphaned-volumes.js';
 import { isConflict, isForbidden, type KubeClient, type ReconcileResult } from '../kube/index.js';
-import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { Counter, type Registry } from 'prom-client';
 import type { RancherCaches } from './caches.js';
@@ -23,7 +21,8 @@ import {
   type TargetOutcome,
 } from './deleted-cluster-cleanup.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
+import { HarvesterApi } from '../harvester-access/harvester-api.js';
 import type { VolumeOwnership } from './volume-ownership.js';
 
 export const VolumeReasons = {
@@ -95,7 +94,8 @@ export class VolumeCleanup {
     const { cluster } = pending;
     const key = { namespace: pending.namespace, name: cluster };
     // The VMs first: while one of the cluster is left, nothing else needs reading.
-    const vms = (await client.list<VirtualMachine>(Resources.virtualMachine, { namespace })).items;
+    const harvester = new HarvesterApi(client);
+    const vms = await harvester.listVms(namespace);
     const first = decideVolumeCleanup({
       cluster,
       namespace,
@@ -108,13 +108,11 @@ export class VolumeCleanup {
     if (first.action === 'wait') return { kind: 'wait', reason: first.reason };
     await this.deps.ownership.recordInventoried(key, namespace, client);
     const [pvcs, vmis, pods] = await Promise.all([
-      client.list<HostPvc>(Resources.pvc, {
-        namespace,
-        labelSelector: `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`,
-      }),
-      client.list<VirtualMachineInstance>(Resources.virtualMachineInstance, { namespace }),
-      client
-        .list<PodLike & { metadata: { name: string } }>(Resources.pod, { namespace })
+      harvester.listPvcs(namespace, `${LABEL_GUEST_CLUSTER_NAME}=${cluster}`),
+      harvester.listVmis(namespace),
+      harvester
+        .listPods(namespace)
+        .then((pods) => pods as PodLike[])
         .catch((err: unknown) => {
           if (isForbidden(err)) return undefined;
           throw err;
@@ -123,10 +121,10 @@ export class VolumeCleanup {
     const decision = decideVolumeCleanup({
       cluster,
       namespace,
-      pvcs: pvcs.items,
+      pvcs,
       vms,
-      vmis: vmis.items,
-      pods: pods?.items,
+      vmis,
+      pods,
       liveClaims: this.deps.ownership.namedByLiveClusters(key),
     });
     const kept = (items: Array<{ name: string; reason: string }>): string =>
@@ -147,11 +145,7 @@ export class VolumeCleanup {
         const deleted: string[] = [];
         for (const v of decision.volumes) {
           try {
-            const gone = await client.delete(
-              Resources.pvc,
-              { namespace, name: v.name },
-              v.uid ? { preconditions: { uid: v.uid } } : {},
-            );
+            const gone = await harvester.deletePvc(namespace, v.name, v.uid);
             if (gone) deleted.push(`${namespace}/${v.name}`);
           } catch (err) {
             // Replaced by a new PVC of that name since it was listed: not the one decided on.

@@ -11,7 +11,7 @@ import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import type { RancherCaches } from './caches.js';
 import { fakeCache } from './testing/fake-cache.js';
 import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
 import type { VolumeOwnership } from './volume-ownership.js';
 

@@ -33,7 +33,8 @@ import type { RancherCaches } from './caches.js';
 import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure } from './cluster-targets.js';
 import type { EventRecorder } from './events.js';
 import type { GuestVolumesMode } from './config.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
+import { HarvesterApi } from '../harvester-access/harvester-api.js';
 import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
 import { replaceAll } from './metrics.js';
 
@@ -348,12 +349,12 @@ export class VolumeOwnership {
   async recordInventoried(cluster: ObjectKey, namespace: string, client: KubeClient): Promise<void> {
     const inventory = this.inventories.get(formatKey(cluster));
     if (!inventory?.failures.length) return;
-    const list = await client.list<PersistentVolumeClaim>(Resources.pvc, { namespace });
+    const pvcs = await new HarvesterApi(client).listPvcs(namespace);
     // A volume that failed has no namespace yet (no target answered): try it in this one.
     for (const v of inventory.volumes.filter(
       (x) => (x.namespace === namespace || x.namespace === '') && x.outcome === 'not recorded',
     )) {
-      const pvc = list.items.find((p) => p.metadata.name === v.name);
+      const pvc = pvcs.find((p) => p.metadata.name === v.name);
       await this.recordOne(
         client,
         cluster,
@@ -448,10 +449,7 @@ export class VolumeOwnership {
         `the host volumes of ${formatKey(cluster)}`,
         async (client) => {
           this.deps.metrics.harvesterRequests.inc();
-          const pvc = await client.find<PersistentVolumeClaim>(Resources.pvc, {
-            namespace: target.vmNamespace,
-            name: volume.hostPvc,
-          });
+          const pvc = await new HarvesterApi(client).findPvc(target.vmNamespace, volume.hostPvc);
           return this.recordOne(client, cluster, volume, pvc, target.vmNamespace, path);
         },
       );
@@ -494,17 +492,11 @@ export class VolumeOwnership {
         case 'write':
           try {
             this.deps.metrics.harvesterRequests.inc();
-            await client.patch(
-              Resources.pvc,
-              { namespace, name: volume.hostPvc },
-              {
-                metadata: {
-                  resourceVersion: pvc?.metadata.resourceVersion,
-                  labels: decision.labels,
-                  annotations: decision.annotations,
-                },
-              },
-            );
+            await new HarvesterApi(client).patchPvcMetadata(namespace, volume.hostPvc, {
+              resourceVersion: pvc?.metadata.resourceVersion,
+              labels: decision.labels,
+              annotations: decision.annotations,
+            });
             this.report(cluster, volume, namespace, decision.outcome, decision.reason);
             const labelled = decision.labels[LABEL_GUEST_CLUSTER_NAME] === cluster.name;
             if (labelled) this.deps.metrics.labelled.inc({ path: path === 'watch' ? 'watch' : 'inventory' });
@@ -517,10 +509,7 @@ export class VolumeOwnership {
             // Changed since it was read (another labeller, Harvester's controller): read, decide again.
             if (!isConflict(err) || attempt >= 2) throw err;
             this.deps.metrics.harvesterRequests.inc();
-            pvc = await client.find<PersistentVolumeClaim>(Resources.pvc, {
-              namespace,
-              name: volume.hostPvc,
-            });
+            pvc = await new HarvesterApi(client).findPvc(namespace, volume.hostPvc);
           }
       }
     }

@@ -8,7 +8,7 @@ import { silentLogger } from '../log/logger.js';
 import type { RancherCaches } from './caches.js';
 import type { EventRecorder } from './events.js';
 import type { GuestWatches, GuestWatchState } from './guest-watches.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { HarvesterClients } from '../harvester-access/clients.js';
 import { fakeCache } from './testing/fake-cache.js';
 import { ownershipMetrics, VolumeOwnership } from './volume-ownership.js';
 

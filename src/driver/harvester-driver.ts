@@ -11,7 +11,7 @@ import {
   newDriverConfig,
   type DriverConfig,
 } from './config/index.js';
-import type { CredentialSource } from './credential-error.js';
+import type { CredentialSource } from '../harvester-access/credential-error.js';
 import { cliName, createFlags, FLAGS } from './config/flags.js';
 import {
   applyFreshCredential,
@@ -20,7 +20,7 @@ import {
   serializeSavedConfig,
   type SavedConfig,
 } from './config/go-json.js';
-import { HarvesterApi } from './harvester-api.js';
+import { HarvesterApi } from '../harvester-access/harvester-api.js';
 import { generateSshKeyPairInBackground, type SshKeyPair } from './ssh-keys.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { kubeconfigProblems } from '../kube/kubeconfig-content.js';

@@ -10,9 +10,9 @@
 //   guestcluster.harvesterhci.io/name=<cluster>.
 // - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
 //   guest cluster, or a PVC that another existing VM of the inputs still references (which
-//   VMs the removal reads, and what that leaves to Harvester: removal-reads.ts, ADR 0018).
+//   VMs the removal reads, and what that leaves to Harvester: removal-scope.ts, ADR 0018).
 // - Never a PVC Harvester said it would refuse to delete when it was asked (a dry-run delete
-//   through its PVC webhook: removal-reads.ts, ADR 0018); its answer is the reason kept.
+//   through its PVC webhook: removal-scope.ts, ADR 0018); its answer is the reason kept.
 // - Never, on a whole-cluster removal, a hot-plugged or labelled volume whose ownership is not
 //   this cluster's alone as Harvester shows it: more than one guest cluster ever named it, its
 //   claim was not corroborated, or an earlier controller recorded it on a guest's word alone
@@ -40,14 +40,14 @@ export interface RemovalInputs {
   vm: VirtualMachine;
   vmi?: VirtualMachineInstance;
   /**
-   * The PVCs the removal read (removal-reads.ts): each one the VM names, and for a whole-cluster
+   * The PVCs the removal read (removal-scope.ts): each one the VM names, and for a whole-cluster
    * removal those labelled for its cluster. A claim with no entry here names no PVC and is
    * refused; entries of other namespaces are never deleted.
    */
   pvcs: readonly PersistentVolumeClaim[];
   /**
    * The VMs whose use of a PVC protects it, the VM itself included or not: the guest
-   * cluster's, or every VM of the namespace for a machine outside one (removal-reads.ts).
+   * cluster's, or every VM of the namespace for a machine outside one (removal-scope.ts).
    */
   vms: readonly VirtualMachine[];
   removeAll: boolean;
@@ -57,7 +57,7 @@ export interface RemovalInputs {
   secretsInNamespace?: readonly Secret[];
   /**
    * What Harvester answered, per PVC name, when asked whether it would delete the PVC now
-   * (removal-reads.ts): a PVC it would refuse is kept, with its words as the reason.
+   * (removal-scope.ts): a PVC it would refuse is kept, with its words as the reason.
    */
   harvesterAnswers?: ReadonlyMap<string, HarvesterDeleteAnswer>;
 }

@@ -11,7 +11,7 @@ import { before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/fixed-addresses/address-claims.js';
 import { createArgsForHarvesterConfig } from '../../src/driver/rancher-machine-config.js';
-import type { Vm } from '../../src/driver/harvester-api.js';
+import type { Vm } from '../../src/harvester-access/harvester-api.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { installPlugin, pluginExecutable } from '../../sandbox/rancher-machine/plugin-executable.js';
 import { INSTALL_SCRIPT } from '../../sandbox/rancher-machine/rancher-job.js';

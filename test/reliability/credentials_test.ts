@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CredentialRejectedError } from '../../src/driver/credential-error.js';
+import { CredentialRejectedError } from '../../src/harvester-access/credential-error.js';
 import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { expireRancherToken } from '../../sandbox/rancher/tokens.js';

@@ -15,7 +15,7 @@
 // Not played: the webhooks (they refuse bad pools and configs the driver never makes), the
 // agent pods and metrics.
 import { isKubeError } from '../../../src/kube/errors.js';
-import { VmDhcpResources } from '../../../src/driver/harvester-api.js';
+import { VmDhcpResources } from '../../../src/harvester-access/harvester-api.js';
 import { Resources, type KubeObject } from '../../../src/kube/resources.js';
 import {
   EXCLUDED_MARK,

@@ -9,6 +9,7 @@
 import type { Command } from 'commander';
 import { findOrphans, volumesToDelete } from '../../harvester/orphaned-volumes.js';
 import { findLeftoverLoadBalancers, loadBalancersToDelete } from '../../harvester/load-balancers.js';
+import { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import { KubeClient } from '../../kube/client.js';
 import { isForbidden } from '../../kube/errors.js';
 import { confirm } from '../confirm.js';
@@ -56,27 +57,27 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
   const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env);
-  const client = KubeClient.fromKubeconfig(content, { trust });
+  const harvester = HarvesterApi.fromKubeconfig(content, undefined, { trust });
   const rancher = opts.rancherKubeconfig
     ? KubeClient.fromKubeconfig(readKubeconfigFile(opts.rancherKubeconfig, '--rancher-kubeconfig'), {
         trust: 'operator',
       })
     : undefined;
   try {
-    const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
+    const scan = await scanCluster(harvester, opts.namespace).catch((err: unknown) => {
       if (isForbidden(err) && opts.namespace === undefined)
         throw new UsageError(
           `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
         );
       throw err;
     });
-    const lbScan = await scanLoadBalancers(client, opts.namespace, scan.vms);
+    const lbScan = await scanLoadBalancers(harvester, opts.namespace, scan.vms);
     const now = new Date();
     const volumes = findOrphans(scan, { now, minAgeMs });
     const lbs = lbScan.loadBalancers
       ? findLeftoverLoadBalancers(lbScan.loadBalancers, lbScan.vms, { now, minAgeMs })
       : undefined;
-    const claimScan = await scanAddressClaims(client, opts.namespace, scan.vms, minAgeMs);
+    const claimScan = await scanAddressClaims(harvester, opts.namespace, scan.vms, minAgeMs);
     const vmScan = await scanOrphanedVms(rancher, scan.vms, minAgeMs, opts.namespace);
     const includeUnknown = Boolean(opts.includeUnknown);
     const report = (): Record<string, unknown> => ({
@@ -128,16 +129,16 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
       ctx.note('Nothing deleted.');
       throw new ExitWithCode(1);
     } else {
-      volumeOutcome = await deleteOrphans(ctx, client, volumeTargets, { minAgeMs, includeUnknown });
-      lbOutcome = await deleteLeftoverLoadBalancers(ctx, client, lbTargets, {
+      volumeOutcome = await deleteOrphans(ctx, harvester, volumeTargets, { minAgeMs, includeUnknown });
+      lbOutcome = await deleteLeftoverLoadBalancers(ctx, harvester, lbTargets, {
         minAgeMs,
         includeUnknown,
         namespace: opts.namespace,
       });
-      claimOutcome = await deleteLeftoverClaims(client, claimTargets);
+      claimOutcome = await deleteLeftoverClaims(harvester, claimTargets);
       // The VMs last: their volumes are then orphaned volumes, listed (not deleted) by the next run.
       if (rancher && vmTargets.length)
-        vmOutcome = await deleteOrphanedVms(client, rancher, vmTargets, minAgeMs);
+        vmOutcome = await deleteOrphanedVms(harvester, rancher, vmTargets, minAgeMs);
     }
     if (opts.output === 'json')
       ctx.json({
@@ -165,7 +166,7 @@ async function leftovers(ctx: CliContext, opts: LeftoversOptions): Promise<void>
     )
       throw new ExitWithCode(1);
   } finally {
-    client.close();
+    harvester.close();
     rancher?.close();
   }
 }

@@ -1,7 +1,7 @@
 // The read commands about stored machines: ls, inspect, status, ip. Each has --output json.
 // status, ip and ls ask Harvester (with the saved credential unless a fresh one is given).
 import { Option, type Command } from 'commander';
-import { CredentialRejectedError } from '../../driver/credential-error.js';
+import { CredentialRejectedError } from '../../harvester-access/credential-error.js';
 import { MachineState } from '../../driver/machine-driver.js';
 import type { KubeClientOptions } from '../../kube/client.js';
 import { redact } from '../../log/redact.js';

@@ -3,9 +3,8 @@
 // delete (a volume that became used meanwhile is skipped) and deleted only as the object
 // that was listed (uid precondition).
 import type { Command } from 'commander';
-import { KubeClient } from '../../kube/client.js';
+import { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import { isCredentialRejected, isForbidden } from '../../kube/errors.js';
-import { Resources } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import { confirm } from '../confirm.js';
 import type { CliContext, OutputFormat } from '../context.js';
@@ -42,11 +41,11 @@ export interface DeletionOutcome {
 
 /** Is it still an orphan, and still the same object? undefined when it may go, else why not. */
 async function recheck(
-  client: KubeClient,
+  harvester: HarvesterApi,
   volume: OrphanVolume,
   opts: { minAgeMs: number; includeUnknown: boolean },
 ): Promise<string | undefined> {
-  const fresh = await scanCluster(client, volume.namespace);
+  const fresh = await scanCluster(harvester, volume.namespace);
   const pvc = fresh.pvcs.find((p) => p.metadata.name === volume.name);
   if (!pvc) return 'already gone';
   if (volume.uid && pvc.metadata.uid !== volume.uid) return 'replaced by a new volume of the same name';
@@ -59,7 +58,7 @@ async function recheck(
 
 export async function deleteOrphans(
   ctx: CliContext,
-  client: KubeClient,
+  harvester: HarvesterApi,
   targets: OrphanVolume[],
   opts: { minAgeMs: number; includeUnknown: boolean },
 ): Promise<DeletionOutcome> {
@@ -67,17 +66,13 @@ export async function deleteOrphans(
   for (const volume of targets) {
     const ref = `${volume.namespace}/${volume.name}`;
     try {
-      const reason = await recheck(client, volume, opts);
+      const reason = await recheck(harvester, volume, opts);
       if (reason) {
         outcome.skipped.push({ volume: ref, reason });
         ctx.note(`skipped ${ref}: ${reason}`);
         continue;
       }
-      await client.delete(
-        Resources.pvc,
-        { namespace: volume.namespace, name: volume.name },
-        volume.uid ? { preconditions: { uid: volume.uid } } : {},
-      );
+      await harvester.deletePvc(volume.namespace, volume.name, volume.uid);
       outcome.deleted.push(ref);
       ctx.note(`deleted ${ref}`);
     } catch (err) {
@@ -94,9 +89,9 @@ async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
   const minAgeMs = parseDuration(opts.minAge, '--min-age');
   if (opts.yes && !opts.delete) throw new UsageError('--yes only goes with --delete');
   const { content, trust } = chooseKubeconfig(opts.kubeconfig, ctx.env, undefined, opts.context);
-  const client = KubeClient.fromKubeconfig(content, { trust });
+  const harvester = HarvesterApi.fromKubeconfig(content, undefined, { trust });
   try {
-    const scan = await scanCluster(client, opts.namespace).catch((err: unknown) => {
+    const scan = await scanCluster(harvester, opts.namespace).catch((err: unknown) => {
       if (isForbidden(err) && opts.namespace === undefined) {
         throw new UsageError(
           `${err.message}\nThe credential cannot list every namespace: pass --namespace <ns>.`,
@@ -119,7 +114,7 @@ async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
     else if (!(await confirm(ctx, `Delete ${targets.length} volume(s) and the data on them?`, opts.yes))) {
       ctx.note('Nothing deleted.');
       throw new ExitWithCode(1);
-    } else outcome = await deleteOrphans(ctx, client, targets, { minAgeMs, includeUnknown });
+    } else outcome = await deleteOrphans(ctx, harvester, targets, { minAgeMs, includeUnknown });
     if (opts.output === 'json') ctx.json({ ...(orphanReportJson(report) as object), deletion: outcome });
     else
       ctx.out(
@@ -127,7 +122,7 @@ async function orphaned(ctx: CliContext, opts: OrphanedOptions): Promise<void> {
       );
     if (outcome.failed.length > 0) throw new ExitWithCode(1);
   } finally {
-    client.close();
+    harvester.close();
   }
 }
 

@@ -1,5 +1,5 @@
 // The access the driver's credential needs on Harvester: exactly the calls src/driver
-// makes (src/driver/harvester-api.ts and the waits), each with the operation that needs
+// makes (src/harvester-access/harvester-api.ts and the waits), each with the operation that needs
 // it, so a denial can be explained. Keep in step with HarvesterApi.
 
 export interface AccessNeed {

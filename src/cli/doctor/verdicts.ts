@@ -1,7 +1,7 @@
 // doctor's decisions, apart from the probing: what each observation means (pass, warn,
 // fail), what to do about a failure, how a line looks, and the exit code.
 import { formatDuration } from '../../common/durations.js';
-import { describeExpiry } from '../../driver/credential-error.js';
+import { describeExpiry } from '../../harvester-access/credential-error.js';
 import { resourceLabel, type AccessNeed } from './required-access.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip' | 'info';

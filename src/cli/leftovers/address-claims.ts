@@ -11,12 +11,9 @@ import {
   readClaim,
   type LeftoverClaim,
 } from '../../harvester/fixed-addresses/address-claims.js';
-import type { KubeClient } from '../../kube/client.js';
+import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import { isConflict, isForbidden } from '../../kube/errors.js';
-import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
-
-type ConfigMap = KubeObject & { data?: Record<string, string> };
 
 export interface ClaimScan {
   claims: LeftoverClaim[] | undefined;
@@ -24,7 +21,7 @@ export interface ClaimScan {
 }
 
 export async function scanAddressClaims(
-  client: KubeClient,
+  harvester: HarvesterApi,
   namespace: string | undefined,
   vms: ReadonlyArray<{
     metadata: { namespace?: string; name?: string; uid?: string; annotations?: Record<string, string> };
@@ -32,11 +29,8 @@ export async function scanAddressClaims(
   minAgeMs: number,
 ): Promise<ClaimScan> {
   try {
-    const list = await client.list<ConfigMap>(Resources.configMap, {
-      labelSelector: LABEL_ADDRESS_CLAIM,
-      ...(namespace !== undefined ? { namespace } : {}),
-    });
-    const claims = list.items.flatMap((cm) => {
+    const list = await harvester.listConfigMaps(namespace, LABEL_ADDRESS_CLAIM);
+    const claims = list.flatMap((cm) => {
       const claim = readClaim(cm);
       return claim && !cm.metadata.deletionTimestamp ? [claim] : [];
     });
@@ -71,18 +65,14 @@ export interface ClaimDeletionOutcome {
 
 /** Deletes each claim as it was listed (uid and resourceVersion): one adopted or replaced meanwhile stays. */
 export async function deleteLeftoverClaims(
-  client: KubeClient,
+  harvester: HarvesterApi,
   claims: readonly LeftoverClaim[],
 ): Promise<ClaimDeletionOutcome> {
   const outcome: ClaimDeletionOutcome = { deleted: [], failed: [] };
   for (const c of claims) {
     const id = `${c.namespace}/${c.name}`;
     try {
-      await client.delete(
-        Resources.configMap,
-        { namespace: c.namespace, name: c.name },
-        { preconditions: { uid: c.uid, resourceVersion: c.resourceVersion } },
-      );
+      await harvester.deleteListedConfigMap(c);
       outcome.deleted.push(id);
     } catch (err) {
       if (isConflict(err)) {

@@ -3,9 +3,8 @@
 // each re-checked right before its delete against a fresh list and deleted only as the
 // object that was listed (uid precondition).
 import type { CliContext } from '../context.js';
-import type { KubeClient } from '../../kube/client.js';
+import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import { isCredentialRejected, isForbidden, isNotFound } from '../../kube/errors.js';
-import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import {
   classifyLoadBalancer,
@@ -38,22 +37,20 @@ export interface GuestVms {
  * else namespace by namespace; what could not be read is named.
  */
 export async function guestClusterVms(
-  client: KubeClient,
+  harvester: HarvesterApi,
   namespace: string | undefined,
   scanned: readonly VmLike[],
 ): Promise<GuestVms> {
   if (namespace === undefined) return { vms: [...scanned], unreadable: [] };
   const forbidden = isForbidden;
   try {
-    return { vms: (await client.list<KubeObject>(Resources.virtualMachine, {})).items, unreadable: [] };
+    return { vms: await harvester.listVms(undefined), unreadable: [] };
   } catch (err) {
     if (!forbidden(err)) throw err;
   }
   let namespaces: string[];
   try {
-    namespaces = (await client.list<KubeObject>(Resources.namespace, {})).items.map(
-      (n) => n.metadata.name ?? '',
-    );
+    namespaces = await harvester.listNamespaceNames();
   } catch (err) {
     if (!forbidden(err)) throw err;
     return {
@@ -67,7 +64,7 @@ export async function guestClusterVms(
   const unreadable: string[] = [];
   for (const ns of namespaces.filter((n) => n !== namespace)) {
     try {
-      vms.push(...(await client.list<KubeObject>(Resources.virtualMachine, { namespace: ns })).items);
+      vms.push(...(await harvester.listVms(ns)));
     } catch (err) {
       if (!forbidden(err)) throw err;
       unreadable.push(ns);
@@ -77,18 +74,14 @@ export async function guestClusterVms(
 }
 
 export async function scanLoadBalancers(
-  client: KubeClient,
+  harvester: HarvesterApi,
   namespace: string | undefined,
   scanned: readonly VmLike[],
 ): Promise<LbScan> {
-  const { vms, unreadable } = await guestClusterVms(client, namespace, scanned);
+  const { vms, unreadable } = await guestClusterVms(harvester, namespace, scanned);
   const seen = unreadable.length > 0 ? { unreadable } : {};
   try {
-    const list = await client.list<KubeObject>(
-      Resources.loadBalancer,
-      namespace !== undefined ? { namespace } : {},
-    );
-    return { loadBalancers: list.items as unknown as LoadBalancer[], vms, ...seen };
+    return { loadBalancers: await harvester.listLoadBalancers(namespace), vms, ...seen };
   } catch (err) {
     if (isNotFound(err))
       return {
@@ -115,21 +108,15 @@ export interface LbDeletionOutcome {
 }
 
 async function recheck(
-  client: KubeClient,
+  harvester: HarvesterApi,
   lb: LeftoverLoadBalancer,
   opts: { minAgeMs: number; includeUnknown: boolean; namespace: string | undefined },
 ): Promise<string | undefined> {
-  const fresh = await client.find<KubeObject>(Resources.loadBalancer, {
-    namespace: lb.namespace,
-    name: lb.name,
-  });
+  const fresh = await harvester.findLoadBalancer(lb.namespace, lb.name);
   if (!fresh) return 'already gone';
   if (lb.uid && fresh.metadata.uid !== lb.uid) return 'replaced by a new load balancer of the same name';
-  const scanned = await client.list<KubeObject>(
-    Resources.virtualMachine,
-    opts.namespace !== undefined ? { namespace: opts.namespace } : {},
-  );
-  const { vms } = await guestClusterVms(client, opts.namespace, scanned.items);
+  const scanned = await harvester.listVms(opts.namespace);
+  const { vms } = await guestClusterVms(harvester, opts.namespace, scanned);
   const now = classifyLoadBalancer(fresh, lbClassifyContext(vms, new Date(), opts.minAgeMs));
   if (now.kind === 'skip') return now.reason;
   if (now.kind === 'not-considered') return 'no longer a guest-cluster load balancer';
@@ -140,7 +127,7 @@ async function recheck(
 
 export async function deleteLeftoverLoadBalancers(
   ctx: CliContext,
-  client: KubeClient,
+  harvester: HarvesterApi,
   targets: readonly LeftoverLoadBalancer[],
   opts: { minAgeMs: number; includeUnknown: boolean; namespace: string | undefined },
 ): Promise<LbDeletionOutcome> {
@@ -148,17 +135,13 @@ export async function deleteLeftoverLoadBalancers(
   for (const lb of targets) {
     const ref = `${lb.namespace}/${lb.name}`;
     try {
-      const reason = await recheck(client, lb, opts);
+      const reason = await recheck(harvester, lb, opts);
       if (reason) {
         outcome.skipped.push({ loadBalancer: ref, reason });
         ctx.note(`skipped load balancer ${ref}: ${reason}`);
         continue;
       }
-      await client.delete(
-        Resources.loadBalancer,
-        { namespace: lb.namespace, name: lb.name },
-        lb.uid ? { preconditions: { uid: lb.uid } } : {},
-      );
+      await harvester.deleteLoadBalancer(lb.namespace, lb.name, lb.uid);
       outcome.deleted.push(ref);
       ctx.note(`deleted load balancer ${ref}${lb.address ? ` (releases ${lb.address})` : ''}`);
     } catch (err) {

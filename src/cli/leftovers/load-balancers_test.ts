@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import type { KubeClient } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
 import { guestClusterVms } from './load-balancers.js';
@@ -9,8 +10,8 @@ const forbidden = (): Promise<never> =>
 const vm = (namespace: string, name: string) => ({ metadata: { namespace, name } });
 
 /** A credential that may list VMs only in the namespaces given, and namespaces if `namespaces`. */
-function client(readable: string[], namespaces: string[] | undefined): KubeClient {
-  return {
+function client(readable: string[], namespaces: string[] | undefined): HarvesterApi {
+  return new HarvesterApi({
     list: (type: { plural: string }, opts: { namespace?: string }) => {
       if (type.plural === 'namespaces')
         return namespaces
@@ -19,7 +20,7 @@ function client(readable: string[], namespaces: string[] | undefined): KubeClien
       if (opts.namespace === undefined || !readable.includes(opts.namespace)) return forbidden();
       return Promise.resolve({ items: [vm(opts.namespace, `${opts.namespace}-vm`)] });
     },
-  } as unknown as KubeClient;
+  } as unknown as KubeClient);
 }
 
 describe('guestClusterVms: whether a guest cluster is gone, across every namespace readable', () => {

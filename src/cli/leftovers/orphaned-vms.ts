@@ -10,6 +10,7 @@ import {
   type OrphanedVmScan,
   type VmLike,
 } from '../../harvester/orphaned-vms.js';
+import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import type { KubeClient } from '../../kube/client.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
@@ -81,7 +82,7 @@ export interface VmDeletionOutcome {
 
 /** Each VM re-checked (Rancher's records read again, the VM read again) right before its delete. */
 export async function deleteOrphanedVms(
-  harvester: KubeClient,
+  harvester: HarvesterApi,
   rancher: KubeClient,
   orphans: readonly OrphanedVm[],
   minAgeMs: number,
@@ -90,10 +91,7 @@ export async function deleteOrphanedVms(
   for (const o of orphans) {
     const id = `${o.namespace}/${o.name}`;
     try {
-      const current = await harvester.find<KubeObject>(Resources.virtualMachine, {
-        namespace: o.namespace,
-        name: o.name,
-      });
+      const current = await harvester.findVm(o.namespace, o.name);
       const again = current
         ? findOrphanedVms([current], await rancherRecords(rancher), { now: new Date(), minAgeMs })
         : undefined;
@@ -107,11 +105,9 @@ export async function deleteOrphanedVms(
         });
         continue;
       }
-      await harvester.delete(
-        Resources.virtualMachine,
-        { namespace: o.namespace, name: o.name },
-        { propagationPolicy: 'Foreground', ...(o.uid ? { preconditions: { uid: o.uid } } : {}) },
-      );
+      await harvester.deleteVm({
+        metadata: { namespace: o.namespace, name: o.name, ...(o.uid ? { uid: o.uid } : {}) },
+      });
       outcome.deleted.push(id);
     } catch (err) {
       if (isConflict(err)) outcome.skipped.push({ vm: id, reason: 'replaced since it was listed' });

@@ -22,6 +22,7 @@ import { FLAGS } from './flags.js';
 import { renderOptions, STRUCTURED_OPTIONS, type StructuredOption } from './saved-options.js';
 import type { GoDriverConfig } from '../../harvester/config/go-config.js';
 import { decodeBase64OrPlain } from '../../kube/kubeconfig-content.js';
+import type { CredentialSource as AccessCredentialSource } from '../../harvester-access/credential-error.js';
 
 type FieldKind =
   'string' | 'int' | 'bool' | 'diskInfo' | 'networkInfo' | 'vgpuInfo' | 'hostDeviceInfo' | 'options';
@@ -416,7 +417,8 @@ export function serializeSavedConfig(saved: SavedConfig): string {
 
 // ---- the freshest credential ----
 
-export type CredentialSource = 'argv' | 'env' | 'saved';
+/** Where a config load found the kubeconfig (create flags are the one other source). */
+export type CredentialSource = Exclude<AccessCredentialSource, 'flags'>;
 
 /**
  * Flags in argv as rancher-machine's rpcdriver.GetDriverOpts finds them: any argument

@@ -6,7 +6,6 @@ import { claimProblems, describeHolders } from '../../harvester/fixed-addresses/
 import { describePool, poolAddresses } from '../../harvester/fixed-addresses/ip-pool.js';
 import { describeIpPool, ipPoolUsage } from '../../harvester/fixed-addresses/vm-dhcp.js';
 import { isForbidden, KubeError } from '../../kube/errors.js';
-import { VmDhcpResources } from '../harvester-api.js';
 import type { OperationContext } from '../operations/context.js';
 import { addressSource, holdingClaims, type AddressSource } from './fixed-address.js';
 
@@ -54,11 +53,8 @@ async function checkHarvesterPool(
 async function macOwners(ctx: OperationContext): Promise<Map<string, string>> {
   const owners = new Map<string, string>();
   try {
-    const cfgs = await ctx.api.client.list<{
-      metadata: { name: string };
-      spec?: { vmName?: string; networkConfigs?: Array<{ macAddress?: string }> };
-    }>(VmDhcpResources.networkConfig, { namespace: ctx.config.VMNamespace });
-    for (const c of cfgs.items)
+    const cfgs = await ctx.api.listVmNetworkConfigs(ctx.config.VMNamespace);
+    for (const c of cfgs)
       for (const n of c.spec?.networkConfigs ?? [])
         if (n.macAddress)
           owners.set(

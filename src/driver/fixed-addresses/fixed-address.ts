@@ -38,7 +38,7 @@ import { ipPoolOfNetwork, ipPoolPrefix, type VmDhcpIpPool } from '../../harveste
 import { isAlreadyExists, isConflict, isKubeError } from '../../kube/errors.js';
 import type { KubeObject } from '../../kube/resources.js';
 import { fixedNetworkRequest, interfaceCount, userMac } from './fixed-address-checks.js';
-import type { ConfigMap, Vm } from '../harvester-api.js';
+import type { ConfigMap, Vm } from '../../harvester-access/harvester-api.js';
 import { isOurAbandonedVm } from '../operations/adopt.js';
 import { vmRef, type OperationContext } from '../operations/context.js';
 import { waitForPoolAddress } from '../operations/waits.js';

@@ -16,7 +16,7 @@ import { claimName, emptyIpPoolInfo, type IpPoolInfo } from '../../harvester/fix
 import { CREATOR, LABEL_CREATOR, LABEL_VM_NAME } from '../../harvester/labels.js';
 import { silentLogger } from '../../log/logger.js';
 import { newDriverConfig } from '../config/index.js';
-import type { ConfigMap, HarvesterApi, Vm } from '../harvester-api.js';
+import type { ConfigMap, HarvesterApi, Vm } from '../../harvester-access/harvester-api.js';
 import type { OperationContext } from '../operations/context.js';
 import {
   AddressClaimRefusedError,

@@ -3,7 +3,7 @@
 // the Go driver sets matches this machine.
 import { CREATOR, LABEL_CREATOR, LABEL_GUEST_CLUSTER_NAME, LABEL_VM_NAME } from '../../harvester/labels.js';
 import type { GoDriverConfig } from '../../harvester/config/go-config.js';
-import type { Vm } from '../harvester-api.js';
+import type { Vm } from '../../harvester-access/harvester-api.js';
 
 export function isOurAbandonedVm(vm: Vm, cfg: GoDriverConfig): boolean {
   const labels = vm.metadata.labels ?? {};

@@ -3,7 +3,7 @@
 import type { KubeconfigTrust } from '../../kube/credential-content.js';
 import type { Logger } from '../../log/logger.js';
 import type { DriverConfig } from '../config/index.js';
-import type { HarvesterApi } from '../harvester-api.js';
+import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import type { SshKeyPair } from '../ssh-keys.js';
 
 export interface ProgressEvent {

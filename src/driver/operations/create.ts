@@ -12,7 +12,7 @@ import type { Secret } from '../../harvester/types.js';
 import { buildVirtualMachine } from '../../harvester/vm-spec.js';
 import { registerSecret } from '../../log/redact.js';
 import { generateSshKeyPairInBackground, readPublicKeyFor, writeSshKeyPair } from '../ssh-keys.js';
-import type { Vm } from '../harvester-api.js';
+import type { Vm } from '../../harvester-access/harvester-api.js';
 import {
   fixedAddressAnnotation,
   ANNOTATION_FIXED_ADDRESS,

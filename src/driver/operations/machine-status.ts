@@ -5,7 +5,7 @@ import {
   type NodeAddresses,
 } from '../../harvester/fixed-addresses/ip-address.js';
 import { MachineState, machineStateOf } from '../../harvester/machine-state.js';
-import type { Vmi } from '../harvester-api.js';
+import type { Vmi } from '../../harvester-access/harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 
 export async function machineState(ctx: OperationContext): Promise<MachineState> {

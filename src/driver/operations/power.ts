@@ -1,7 +1,7 @@
 // Start, Stop, Restart, Kill through KubeVirt's subresource API, each idempotent:
 // starting a running VM or stopping a stopped one is success, not an error.
 import { isConflict } from '../../kube/errors.js';
-import type { VmAction } from '../harvester-api.js';
+import type { VmAction } from '../../harvester-access/harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 import { fixedIsNodeAddress } from './machine-status.js';
 import { waitForIp, waitRestarted, waitRunning, waitStopped } from './waits.js';

@@ -8,7 +8,7 @@ import { silentLogger } from '../../log/logger.js';
 import { MachineState } from '../../harvester/machine-state.js';
 import { configFromFlags, newDriverConfig } from '../config/index.js';
 import { defaultFlagValues } from '../config/flags.js';
-import type { HarvesterApi } from '../harvester-api.js';
+import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import type { OperationContext } from './context.js';
 import { machineState } from './machine-status.js';
 import { PreCreateCheckError, preCreateCheck } from './pre-create-check.js';

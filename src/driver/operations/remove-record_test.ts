@@ -3,10 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ANNOTATION_REMOVED_PVCS, LABEL_GUEST_CLUSTER_NAME } from '../../harvester/labels.js';
-import type { ListRead } from '../../harvester/removal-reads.js';
+import type { ListRead } from '../../harvester/removal-scope.js';
 import { silentLogger } from '../../log/logger.js';
 import { newDriverConfig } from '../config/index.js';
-import type { HarvesterApi, Pvc, Vm } from '../harvester-api.js';
+import type { HarvesterApi, Pvc, Vm } from '../../harvester-access/harvester-api.js';
 import type { OperationContext } from './context.js';
 import { recordPlan } from './remove.js';
 

@@ -4,7 +4,7 @@
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
 // What is read to plan is removal-reads.ts's choice: the machine's objects and its guest
-// cluster's, never every VM and PVC of the namespace (ADR 0018).
+// cluster's, never every VM and PVC of the namespace (ADR 0018). One reader serves a removal.
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
@@ -19,17 +19,17 @@ import {
   readProtectingVms,
   type RemovalReader,
   type RemovalReadOptions,
-} from '../../harvester/removal-reads.js';
+} from './removal-reads.js';
 import { ANNOTATION_REMOVED_PVCS, FINALIZER_HARVESTER_VM_CLEANUP } from '../../harvester/labels.js';
-import type { Vm } from '../harvester-api.js';
+import type { Vm } from '../../harvester-access/harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 import { freeMachineClaims } from '../fixed-addresses/fixed-address.js';
 import { waitVmGone } from './waits.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
 
-/** The removal's reads, in the machine's namespace. */
-function reader(ctx: OperationContext): RemovalReader {
+/** The removal's reads, in the machine's namespace: made once per removal. */
+export function removalReader(ctx: OperationContext): RemovalReader {
   const ns = ctx.config.VMNamespace;
   return {
     findVm: (name) => ctx.api.findVm(ns, name),
@@ -50,13 +50,13 @@ export async function planMachineRemoval(
   ctx: OperationContext,
   opts: RemovalReadOptions = {},
 ): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
-  const planned = await readAndPlan(ctx, opts);
+  const planned = await readAndPlan(ctx, removalReader(ctx), opts);
   return planned && { vm: planned.inputs.vm, plan: planned.plan };
 }
 
-async function readAndPlan(ctx: OperationContext, opts: RemovalReadOptions) {
+async function readAndPlan(ctx: OperationContext, reads: RemovalReader, opts: RemovalReadOptions) {
   const inputs = await readForRemoval(
-    reader(ctx),
+    reads,
     { name: ctx.config.MachineName, clusterName: ctx.config.ClusterName },
     opts,
   );
@@ -75,8 +75,11 @@ async function readAndPlan(ctx: OperationContext, opts: RemovalReadOptions) {
  * list is the one kept; when it differs (a VM came to use a planned PVC) it is recorded instead,
  * and checked the same way (ADR 0018).
  */
-export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
-  let planned = await readAndPlan(ctx, { vmsRead: 'cached' });
+export async function recordPlan(
+  ctx: OperationContext,
+  reads: RemovalReader = removalReader(ctx),
+): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
+  let planned = await readAndPlan(ctx, reads, { vmsRead: 'cached' });
   if (planned && wantsRemoveAllPvcs(planned.inputs.vm)) {
     ctx.log.info('Force the removal of all persistent volume claims');
   }
@@ -89,14 +92,13 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
     } catch (err) {
       if (isNotFound(err)) return undefined;
       if (!isConflict(err) || attempt >= MAX_PLAN_ATTEMPTS) throw err;
-      planned = await readAndPlan(ctx, { vmsRead: 'cached' }); // the VM changed: from the start
+      planned = await readAndPlan(ctx, reads, { vmsRead: 'cached' }); // the VM changed: from the start
       continue;
     }
     // A record equal to what the VM had is no write (no new revision): then a consistent list.
     const revision = recorded.metadata.resourceVersion;
     const wrote = revision !== undefined && revision !== inputs.vm.metadata.resourceVersion;
     const read = wrote ? { notOlderThan: revision } : ('consistent' as const);
-    const reads = reader(ctx);
     const clusterVms = await readProtectingVms(reads, ctx.config.ClusterName, read);
     // Volumes no VM of the cluster names now: Harvester's earlier answers stand, new ones are asked.
     const protection = await protectBeyondCluster(reads, { ...inputs, vm: recorded, vms: clusterVms }, read);
@@ -118,7 +120,11 @@ export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan:
  * was on the VM. Without it (an older Harvester, no VM controller) a PVC still there is
  * deleted here, after checking again that no VM that protects it (the plan's) uses it now.
  */
-async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promise<void> {
+async function deleteLeftovers(
+  ctx: OperationContext,
+  plan: RemovalPlan,
+  reads: RemovalReader,
+): Promise<void> {
   if (plan.pvcs.length === 0) return;
   const ns = ctx.config.VMNamespace;
   const found = await Promise.all(plan.pvcs.map((item) => ctx.api.findPvc(ns, item.name)));
@@ -127,7 +133,7 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
   if (left.length === 0) return;
   // Protection counts every way a VM uses a PVC, DataVolumes included, as the plan does.
   // A whole-cluster plan may hold volumes no VM of the cluster names: every VM protects then.
-  const vms = await readProtectingVms(reader(ctx), ctx.config.ClusterName, 'consistent', plan.removeAll);
+  const vms = await readProtectingVms(reads, ctx.config.ClusterName, 'consistent', plan.removeAll);
   const used = new Set(vms.flatMap((v) => referencedClaims(v.spec.template.spec?.volumes)));
   for (const pvc of left) {
     if (!pvc) continue;
@@ -141,7 +147,8 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
 export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan | undefined> {
   const cfg = ctx.config;
   ctx.log.info('Remove node');
-  const recordedPlan = await recordPlan(ctx);
+  const reads = removalReader(ctx);
+  const recordedPlan = await recordPlan(ctx, reads);
   if (!recordedPlan) {
     ctx.log.info(`VM ${vmRef(cfg)} is already gone`);
     await freeMachineClaims(ctx);
@@ -159,7 +166,7 @@ export async function removeMachine(ctx: OperationContext): Promise<RemovalPlan 
   const harvesterCleansUp =
     typeof deleting === 'object' &&
     (deleting.metadata.finalizers ?? []).includes(FINALIZER_HARVESTER_VM_CLEANUP);
-  if (!harvesterCleansUp) await deleteLeftovers(ctx, plan);
+  if (!harvesterCleansUp) await deleteLeftovers(ctx, plan, reads);
   // Only now that the VM is gone: freed earlier, its address could go to a new machine while it still runs.
   await freeMachineClaims(ctx);
   return plan;

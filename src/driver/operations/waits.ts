@@ -18,7 +18,7 @@ import { allocationOf, type VmNetworkConfig } from '../../harvester/fixed-addres
 import { Resources } from '../../kube/resources.js';
 import type { WaitSpec } from '../../kube/wait.js';
 import type { KubeObject } from '../../kube/resources.js';
-import { VmDhcpResources, type Vm, type Vmi } from '../harvester-api.js';
+import { VmDhcpResources, type Vm, type Vmi } from '../../harvester-access/harvester-api.js';
 import { addressesOf } from './machine-status.js';
 import { seconds, vmRef, type OperationContext } from './context.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, WaitLog } from './wait-log.js';

@@ -1,4 +1,4 @@
-// What a removal reads (removal-reads.ts) and what that does to the plan, over random
+// What a removal reads (removal-reads.ts, its pure choices in src/harvester/removal-scope.ts) and what that does to the plan, over random
 // namespaces: the machine's VM (labelled for its cluster or not), its instance with
 // hot-plugs known only from its volume status, other VMs of the same guest cluster, of other
 // clusters and of none (claims and DataVolumes, some being deleted) sharing the machine's
@@ -13,22 +13,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { runningVmiArb } from './testing/vmi-arbitrary.js';
+import { runningVmiArb } from '../../harvester/testing/vmi-arbitrary.js';
 import {
   ANNOTATION_REMOVE_ALL_PVCS,
   FINALIZER_HARVESTER_VM_CLEANUP,
   LABEL_GUEST_CLUSTER_NAME,
-} from './labels.js';
-import { planRemoval, type RemovalInputs } from './removal-plan.js';
+} from '../../harvester/labels.js';
+import { planRemoval, type RemovalInputs } from '../../harvester/removal-plan.js';
 import {
   beyondClusterCandidates,
   claimsToRead,
   guestClusterSelector,
-  readForRemoval,
   type DeleteAnswer,
-  type RemovalReader,
-} from './removal-reads.js';
-import type { PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance, Volume } from './types.js';
+} from '../../harvester/removal-scope.js';
+import { readForRemoval, type RemovalReader } from './removal-reads.js';
+import type {
+  PersistentVolumeClaim,
+  VirtualMachine,
+  VirtualMachineInstance,
+  Volume,
+} from '../../harvester/types.js';
 
 const NS = 'default';
 const TARGET = 'm1';

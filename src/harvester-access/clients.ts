@@ -1,18 +1,17 @@
 // Talking to Harvester through a cloud credential (and to a guest cluster through its
 // kubeconfig Secret): one client per Secret version (a renewed credential gets a new client),
-// the credential probe, and the VM lookup + annotation. A version's secrets are registered for
+// and the credential probe. A version's secrets are registered for
 // redaction when its client is made and released when the version is replaced or the Secret
 // deleted, so that a controller running for months holds the live credentials' secrets only.
-import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
-import { isNotFound, KubeClient, KubeError } from '../kube/index.js';
+import type { Secret } from '../api/core.js';
+import { KubeClient, KubeError } from '../kube/index.js';
 import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
 import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
 import { credentialKubeconfig } from '../rancher/cloud-credential.js';
-import type { CleanupOutcome } from './gate-decision.js';
-import type { ProbeResult } from './credential-health.js';
-import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
-import type { SecretObject, VirtualMachineObject } from './types.js';
+
+/** What a probe of a credential found: accepted, refused, or no answer. */
+export type CredentialProbe = 'ok' | 'rejected' | 'unreachable';
 
 interface CredentialVersion {
   version: string;
@@ -96,7 +95,7 @@ export class HarvesterClients extends KubeconfigClients {
    * The client for a credential Secret's current content; undefined when it holds no
    * kubeconfig. Throws KubeconfigError when the kubeconfig cannot be used.
    */
-  forSecret(secret: SecretObject): KubeClient | undefined {
+  forSecret(secret: Secret): KubeClient | undefined {
     const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
     return this.forContent(key, secret.metadata.resourceVersion ?? '', credentialKubeconfig(secret));
   }
@@ -108,7 +107,7 @@ export class HarvesterClients extends KubeconfigClients {
  */
 export async function probeCredential(
   client: KubeClient,
-): Promise<{ result: ProbeResult; error?: KubeError }> {
+): Promise<{ result: CredentialProbe; error?: KubeError }> {
   try {
     await client.create(Resources.selfSubjectReview, {
       apiVersion: 'authentication.k8s.io/v1',
@@ -123,72 +122,5 @@ export async function probeCredential(
     if (['Forbidden', 'NotFound', 'MethodNotAllowed', 'BadRequest'].includes(err.kind))
       return { result: 'ok' };
     return { result: 'unreachable', error: err };
-  }
-}
-
-/**
- * Finds the machine's VM (plain name, Rancher's hashed name, then labels) and sets
- * removeAllPersistentVolumeClaims=true with a merge patch of that one key: unlike
- * Rancher's full Update it cannot overwrite a concurrent change by Harvester's controller.
- * Throws KubeError (credential rejected, unreachable...) for the caller to classify.
- */
-export async function annotateMachineVm(
-  client: KubeClient,
-  input: { vmNamespace: string; machineName: string; clusterName: string },
-): Promise<CleanupOutcome> {
-  const { vmNamespace, machineName, clusterName } = input;
-  const names = vmNameCandidates(machineName);
-  for (const [i, name] of names.entries()) {
-    const vm = await client.find<VirtualMachineObject>(Resources.virtualMachine, {
-      namespace: vmNamespace,
-      name,
-    });
-    if (vm) return annotate(client, vm, i === 0 ? 'name' : "Rancher's hashed name");
-  }
-  const list = await client.list<VirtualMachineObject>(Resources.virtualMachine, {
-    namespace: vmNamespace,
-    labelSelector: guestClusterSelector(clusterName),
-  });
-  const match = matchVmByLabels(list.items, machineName, clusterName);
-  switch (match.kind) {
-    case 'found':
-      return annotate(
-        client,
-        { ...match.vm, metadata: { ...match.vm.metadata, namespace: vmNamespace } },
-        match.how,
-      );
-    case 'ambiguous':
-      return {
-        kind: 'failed',
-        reason: 'HarvesterVMAmbiguous',
-        message: `more than one VM in ${vmNamespace} could be machine ${machineName}: ${match.names.join(', ')}; annotate the right one by hand (${ANNOTATION_REMOVE_ALL_PVCS}="true")`,
-      };
-    case 'none':
-      return {
-        kind: 'vm-gone',
-        looked: `${vmNamespace}/{${names.join(',')}} and VMs labelled ${guestClusterSelector(clusterName)}`,
-      };
-  }
-}
-
-async function annotate(client: KubeClient, vm: VirtualMachineObject, how: string): Promise<CleanupOutcome> {
-  const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name}`;
-  const current = vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS];
-  // As Rancher: an existing value is left alone, so a VM marked "false" by hand keeps its volumes.
-  if (current !== undefined)
-    return {
-      kind: 'already-annotated',
-      vm: current === 'true' ? ref : `${ref} (value "${current}", left as is)`,
-    };
-  try {
-    await client.patch(
-      Resources.virtualMachine,
-      { namespace: vm.metadata.namespace ?? '', name: vm.metadata.name },
-      { metadata: { annotations: { [ANNOTATION_REMOVE_ALL_PVCS]: 'true' } } },
-    );
-    return { kind: 'annotated', vm: ref, how };
-  } catch (err) {
-    if (isNotFound(err)) return { kind: 'vm-gone', looked: ref };
-    throw err;
   }
 }

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { redact, registeredSecretCount } from '../log/redact.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
-import { HarvesterClients } from './harvester-access.js';
-import type { SecretObject } from './types.js';
+import { HarvesterClients } from './clients.js';
+import type { Secret as SecretObject } from '../api/core.js';
 
 const tokenOf = (version: number): string => `opaque-harvester-token-of-version-${version}-x`;
 

@@ -6,10 +6,8 @@
 import { formatDuration } from '../common/durations.js';
 import type { CredentialDescription, KubeError } from '../kube/errors.js';
 
-import type { CredentialSource as SavedCredentialSource } from './config/go-json.js';
-
 /** Where the kubeconfig in use came from: a config load (argv/env/saved) or create flags. */
-export type CredentialSource = SavedCredentialSource | 'flags';
+export type CredentialSource = 'argv' | 'env' | 'saved' | 'flags';
 
 const SOURCE_TEXT: Record<CredentialSource, string> = {
   argv: 'from --harvester-kubeconfig-content on the command line',

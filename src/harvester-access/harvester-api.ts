@@ -1,6 +1,7 @@
-// The driver's view of one Harvester cluster: typed reads and writes of the objects
-// it touches, every call through the one KubeClient, and a rejected credential turned
-// into CredentialRejectedError at this single place (so no operation can forget it).
+// One Harvester cluster as the driver, the CLI and the controller see it: typed reads and
+// writes of the objects they touch, every call through the one KubeClient (src/kube), and,
+// for the driver (given where its credential came from), a rejected credential turned into
+// CredentialRejectedError at this single place (so no operation can forget it).
 import { KubeClient, type KubeClientOptions } from '../kube/client.js';
 import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { admissionDenial, isCredentialRejected, isNotFound } from '../kube/errors.js';
@@ -20,7 +21,7 @@ import type {
   VirtualMachineInstance,
 } from '../harvester/types.js';
 import type { LoadBalancer } from '../harvester/load-balancers.js';
-import type { DeleteAnswer, ListRead } from '../harvester/removal-reads.js';
+import type { DeleteAnswer, ListRead } from '../harvester/removal-scope.js';
 import type { ConfigMapObject } from '../harvester/fixed-addresses/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/fixed-addresses/vm-dhcp.js';
 import { CredentialRejectedError, credentialRejected, type CredentialSource } from './credential-error.js';
@@ -69,7 +70,8 @@ export class HarvesterApi {
 
   constructor(
     readonly client: KubeClient,
-    private readonly source: CredentialSource,
+    /** Where the credential came from; without it a refused credential stays the KubeError it is. */
+    private readonly source?: CredentialSource,
   ) {}
 
   /** A view for one operation: the same client, its own record of changes. */
@@ -79,7 +81,7 @@ export class HarvesterApi {
 
   static fromKubeconfig(
     content: string,
-    source: CredentialSource,
+    source: CredentialSource | undefined,
     options: KubeClientOptions & { trust?: KubeconfigTrust } = {},
   ): HarvesterApi {
     return new HarvesterApi(KubeClient.fromKubeconfig(content, options), source);
@@ -94,7 +96,8 @@ export class HarvesterApi {
     try {
       return await call();
     } catch (err) {
-      if (isCredentialRejected(err)) throw credentialRejected(err, this.source, new Date(), this.changes);
+      if (this.source !== undefined && isCredentialRejected(err))
+        throw credentialRejected(err, this.source, new Date(), this.changes);
       throw err;
     }
   }
@@ -114,10 +117,17 @@ export class HarvesterApi {
     return this.guard(() => this.client.find<Vmi>(Resources.virtualMachineInstance, { namespace, name }));
   }
 
-  /** The namespace's VMs; with a label selector, only those it selects; as `read` says (default consistent). */
-  async listVms(namespace: string, labelSelector?: string, read: ListRead = 'consistent'): Promise<Vm[]> {
+  /**
+   * The namespace's VMs (every namespace's when undefined); with a label selector, only those it
+   * selects; as `read` says (default consistent).
+   */
+  async listVms(
+    namespace: string | undefined,
+    labelSelector?: string,
+    read: ListRead = 'consistent',
+  ): Promise<Vm[]> {
     const opts = {
-      namespace,
+      ...(namespace !== undefined ? { namespace } : {}),
       ...(labelSelector !== undefined ? { labelSelector } : {}),
       ...(read === 'cached' ? { resourceVersion: '0' } : {}),
       ...(typeof read === 'object'
@@ -127,23 +137,89 @@ export class HarvesterApi {
     return (await this.guard(() => this.client.list<Vm>(Resources.virtualMachine, opts))).items;
   }
 
-  /** The namespace's PVCs; with a label selector, only those it selects. */
-  async listPvcs(namespace: string, labelSelector?: string): Promise<Pvc[]> {
-    const opts = { namespace, ...(labelSelector !== undefined ? { labelSelector } : {}) };
-    return (await this.guard(() => this.client.list<Pvc>(Resources.pvc, opts))).items;
+  /** Objects of a namespaced kind in `namespace`, or in every namespace when undefined. */
+  private async listIn<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    labelSelector?: string,
+  ): Promise<T[]> {
+    const opts = {
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(labelSelector !== undefined ? { labelSelector } : {}),
+    };
+    return (await this.guard(() => this.client.list<T>(type, opts))).items;
+  }
+
+  /** The namespace's PVCs (every namespace's when undefined); with a label selector, only those it selects. */
+  listPvcs(namespace: string | undefined, labelSelector?: string): Promise<Pvc[]> {
+    return this.listIn<Pvc>(Resources.pvc, namespace, labelSelector);
+  }
+
+  /**
+   * A merge patch of a PVC's labels and annotations (null removes a key); with a resourceVersion,
+   * only on that version (a Conflict otherwise).
+   */
+  patchPvcMetadata(
+    namespace: string,
+    name: string,
+    metadata: {
+      resourceVersion?: string | undefined;
+      labels?: Record<string, string | null>;
+      annotations?: Record<string, string | null>;
+    },
+  ): Promise<Pvc> {
+    return this.write(`labelled PVC ${namespace}/${name}`, () =>
+      this.client.patch<Pvc>(Resources.pvc, { namespace, name }, { metadata }),
+    );
+  }
+
+  /** The namespace's VM instances (every namespace's when undefined). */
+  listVmis(namespace: string | undefined): Promise<Vmi[]> {
+    return this.listIn<Vmi>(Resources.virtualMachineInstance, namespace);
+  }
+
+  /** The namespace's pods (every namespace's when undefined): who mounts a volume. */
+  listPods(namespace: string | undefined): Promise<KubeObject[]> {
+    return this.listIn<KubeObject>(Resources.pod, namespace);
+  }
+
+  /** The namespace's events (every namespace's when undefined). */
+  listEvents(namespace: string | undefined): Promise<KubeObject[]> {
+    return this.listIn<KubeObject>(Resources.event, namespace);
+  }
+
+  /** The names of the cluster's namespaces. */
+  async listNamespaceNames(): Promise<string[]> {
+    return (await this.listAll<KubeObject>(Resources.namespace)).map((n) => n.metadata.name ?? '');
   }
 
   findPvc(namespace: string, name: string): Promise<Pvc | undefined> {
     return this.guard(() => this.client.find<Pvc>(Resources.pvc, { namespace, name }));
   }
 
-  /** The namespace's Harvester load balancers (the dry run names a whole-cluster deletion's). */
-  async listLoadBalancers(namespace: string): Promise<Array<LoadBalancer & KubeObject>> {
-    return (
-      await this.guard(() =>
-        this.client.list<LoadBalancer & KubeObject>(Resources.loadBalancer, { namespace }),
-      )
-    ).items;
+  /** The namespace's Harvester load balancers (every namespace's when undefined). */
+  listLoadBalancers(namespace: string | undefined): Promise<Array<LoadBalancer & KubeObject>> {
+    return this.listIn<LoadBalancer & KubeObject>(Resources.loadBalancer, namespace);
+  }
+
+  findLoadBalancer(namespace: string, name: string): Promise<(LoadBalancer & KubeObject) | undefined> {
+    return this.guard(() =>
+      this.client.find<LoadBalancer & KubeObject>(Resources.loadBalancer, { namespace, name }),
+    );
+  }
+
+  /** Deletes only the load balancer listed (uid precondition when given); false when already gone. */
+  deleteLoadBalancer(namespace: string, name: string, uid?: string): Promise<boolean> {
+    return this.write(
+      `deleted load balancer ${namespace}/${name}`,
+      () =>
+        this.client.delete(
+          Resources.loadBalancer,
+          { namespace, name },
+          uid ? { preconditions: { uid } } : {},
+        ),
+      (deleted) => deleted,
+    );
   }
 
   findSetting(name: string): Promise<Setting | undefined> {
@@ -183,11 +259,14 @@ export class HarvesterApi {
     );
   }
 
-  /** The namespace's ConfigMaps with these labels (the address claims). */
-  async listConfigMaps(namespace: string, labelSelector: string): Promise<ConfigMap[]> {
-    return (
-      await this.guard(() => this.client.list<ConfigMap>(Resources.configMap, { namespace, labelSelector }))
-    ).items;
+  /** The namespace's vm-dhcp-controller VirtualMachineNetworkConfigs (which VM has which MAC). */
+  listVmNetworkConfigs(namespace: string): Promise<Array<VmNetworkConfig & KubeObject>> {
+    return this.listIn<VmNetworkConfig & KubeObject>(VmDhcpResources.networkConfig, namespace);
+  }
+
+  /** The namespace's ConfigMaps (every namespace's when undefined) with these labels (the address claims). */
+  listConfigMaps(namespace: string | undefined, labelSelector: string): Promise<ConfigMap[]> {
+    return this.listIn<ConfigMap>(Resources.configMap, namespace, labelSelector);
   }
 
   findConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
@@ -234,6 +313,26 @@ export class HarvesterApi {
     );
   }
 
+  /** Deletes the ConfigMap only as it was listed (this uid and resourceVersion); false when already gone. */
+  deleteListedConfigMap(cm: {
+    namespace: string;
+    name: string;
+    uid: string;
+    resourceVersion: string;
+  }): Promise<boolean> {
+    const { namespace, name, uid, resourceVersion } = cm;
+    return this.write(
+      `deleted ConfigMap ${namespace}/${name}`,
+      () =>
+        this.client.delete(
+          Resources.configMap,
+          { namespace, name },
+          { preconditions: { uid, resourceVersion } },
+        ),
+      (deleted) => deleted,
+    );
+  }
+
   findStorageClass(name: string): Promise<KubeObject | undefined> {
     return this.guard(() => this.client.find(Resources.storageClass, { name }));
   }
@@ -265,14 +364,22 @@ export class HarvesterApi {
     return this.guard(() => this.client.find<Secret & KubeObject>(Resources.secret, { namespace, name }));
   }
 
-  /** A merge patch carrying the resourceVersion read: Conflict when someone changed the VM since. */
-  patchVmAnnotations(vm: Vm, annotations: Record<string, string | null>): Promise<Vm> {
+  /**
+   * A merge patch carrying the resourceVersion read: Conflict when someone changed the VM since;
+   * with `anyVersion`, of these keys only, whatever the VM's version.
+   */
+  patchVmAnnotations(
+    vm: Pick<Vm, 'metadata'>,
+    annotations: Record<string, string | null>,
+    options: { anyVersion?: boolean } = {},
+  ): Promise<Vm> {
     const { namespace, name, resourceVersion } = vm.metadata;
+    const metadata = options.anyVersion ? { annotations } : { resourceVersion, annotations };
     return this.write(`annotated VM ${ref(vm.metadata)} (${Object.keys(annotations).join(', ')})`, () =>
       this.client.patch<Vm>(
         Resources.virtualMachine,
         { namespace: namespace ?? '', name: name ?? '' },
-        { metadata: { resourceVersion, annotations } },
+        { metadata },
       ),
     );
   }
@@ -282,7 +389,7 @@ export class HarvesterApi {
    * Foreground deletion, only of the VM we read (uid precondition). Returns the VM as it is
    * being deleted (with its finalizers and resourceVersion), 'deleted' or 'gone'.
    */
-  deleteVm(vm: Vm): Promise<Vm | 'deleted' | 'gone'> {
+  deleteVm(vm: Pick<Vm, 'metadata'>): Promise<Vm | 'deleted' | 'gone'> {
     const { namespace, name, uid } = vm.metadata;
     return this.write(
       `started deleting VM ${ref(vm.metadata)}`,
