@@ -30,6 +30,22 @@ export function parseKey(text: string): ObjectKey {
     : { namespace: text.slice(0, slash), name: text.slice(slash + 1) };
 }
 
+/**
+ * "namespace/name" of a namespaced object, or of a reference to one, for map keys, logs and
+ * messages: the one place such text is built (lint refuses it elsewhere, eslint/object-keys.js).
+ * Unlike formatKey it always writes the "/", a missing namespace or name as "".
+ */
+export function keyText(namespace: string | undefined, name: string | undefined): string {
+  return `${namespace ?? ''}/${name ?? ''}`;
+}
+
+/** keyText of an object's metadata. */
+export function keyTextOf(obj: {
+  metadata: { namespace?: string | undefined; name?: string | undefined };
+}): string {
+  return keyText(obj.metadata.namespace, obj.metadata.name);
+}
+
 export function sameKey(a: ObjectKey, b: ObjectKey): boolean {
   return a.namespace === b.namespace && a.name === b.name;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatKey, keyOf, objectKey, parseKey, sameKey } from './object-key.js';
+import { formatKey, keyOf, keyText, keyTextOf, objectKey, parseKey, sameKey } from './object-key.js';
 
 describe('ObjectKey', () => {
   it('is read off an object, cluster-scoped ones with namespace ""', () => {
@@ -15,5 +15,13 @@ describe('ObjectKey', () => {
     assert.equal(formatKey(objectKey('ns', 'vm')), 'ns/vm');
     assert.equal(formatKey(objectKey('', 'pool')), 'pool');
     assert.ok(!sameKey(objectKey('a', 'b'), objectKey('b', 'a')));
+  });
+
+  it('writes "namespace/name" with the slash always, a missing part as ""', () => {
+    assert.equal(keyText('ns', 'vm'), 'ns/vm');
+    assert.equal(keyText(undefined, 'pool'), '/pool');
+    assert.equal(keyText('ns', undefined), 'ns/');
+    assert.equal(keyTextOf({ metadata: { namespace: 'ns', name: 'vm' } }), 'ns/vm');
+    assert.equal(keyTextOf({ metadata: { name: 'pool' } }), '/pool');
   });
 });
