@@ -20,6 +20,7 @@ import { ownershipBar } from './guest-volumes.js';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { usageIndex, type HostPvc, type PodLike } from './orphaned-volumes.js';
 import type { VirtualMachine, VirtualMachineInstance } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 export interface VolumeCleanupInput {
   cluster: string;
@@ -89,7 +90,7 @@ export function decideVolumeCleanup(input: VolumeCleanupInput): VolumeCleanupDec
       continue;
     }
     if (volumes.some((v) => v.name === name)) continue;
-    const users = usage.get(`${namespace}/${name}`);
+    const users = usage.get(keyText(namespace, name));
     if (users?.length) {
       kept.push(item(`still used by ${users.join('; ')}`));
       continue;

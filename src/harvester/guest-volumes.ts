@@ -15,6 +15,7 @@
 // Pure: the controller reads and writes.
 import { ANNOTATION_IMAGE_ID, LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
 import type { PersistentVolumeClaim } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 /** The Harvester CSI driver's name (its --drivername, the guest StorageClass's provisioner). */
 export const HARVESTER_CSI_DRIVER = 'driver.harvesterhci.io';
@@ -92,7 +93,7 @@ function claimOf(claimRef: unknown): string | undefined {
   const ns = ref['namespace'];
   const name = ref['name'];
   return typeof ns === 'string' && typeof name === 'string' && isObjectName(ns) && isObjectName(name)
-    ? `${ns}/${name}`
+    ? keyText(ns, name)
     : undefined;
 }
 

@@ -19,6 +19,7 @@ import {
   parseIpv4Range,
 } from './ipv4.js';
 import { namespacedName, nicName } from './names.js';
+import { keyText } from '../api/object-key.js';
 
 /** The flag's value as saved (HarvesterMachine.IPPoolInfo); "" and [] when not given. */
 export interface IpPoolInfo {
@@ -121,7 +122,7 @@ export function poolInterface(
 /** "default/vlan100": the network with its namespace. */
 export function poolNetworkId(info: IpPoolInfo, vmNamespace: string): string {
   const { namespace, name } = namespacedName(info.network, vmNamespace);
-  return `${namespace}/${name}`;
+  return keyText(namespace, name);
 }
 
 function addressListProblems(values: string[], key: string, problems: string[]): void {
@@ -245,7 +246,7 @@ function networkOfNic(
   if (!name) return false;
   const key = (v: string): string => {
     const n = namespacedName(v, cfg.VMNamespace);
-    return `${n.namespace}/${n.name}`;
+    return keyText(n.namespace, n.name);
   };
   return key(name) === key(network);
 }

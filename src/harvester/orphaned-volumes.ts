@@ -21,6 +21,7 @@ import {
 import { ANNOTATION_GUEST_CLAIMANTS, ANNOTATION_OWNERSHIP_EVIDENCE, ownershipBar } from './guest-volumes.js';
 import { referencedClaims } from './removal-plan.js';
 import type { ObjectMeta, PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 export type HostPvc = Omit<PersistentVolumeClaim, 'status'> & {
   status?: { phase?: string; capacity?: Record<string, string> };
@@ -100,8 +101,7 @@ const CSI_VOLUME = /^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 /** The Go driver's (and ours) boot/data disk names: <vm>-disk-<i>-<5 random characters>. */
 const DRIVER_DISK = /-disk-\d+-[a-z0-9]{5}$/;
 
-const key = (namespace: string | undefined, name: string | undefined): string =>
-  `${namespace ?? ''}/${name ?? ''}`;
+const key = (namespace: string | undefined, name: string | undefined): string => keyText(namespace, name);
 const vmRef = (m: Partial<ObjectMeta>): string => key(m.namespace, m.name);
 
 function splitNames(value: string | undefined): string[] {

@@ -35,6 +35,7 @@ import type {
   VMIVolumeStatus,
   Volume,
 } from './types.js';
+import { keyText, keyTextOf } from '../api/object-key.js';
 
 export interface RemovalInputs {
   vm: VirtualMachine;
@@ -200,7 +201,7 @@ function ownedSecrets(inputs: RemovalInputs, namespace: string): PlannedItem[] {
   };
   return [...referenced].filter(owned).map((name) => ({
     name,
-    reason: `cloud-init Secret owned by VM ${namespace}/${vm.metadata.name}; the garbage collector deletes it with the VM`,
+    reason: `cloud-init Secret owned by VM ${keyText(namespace, vm.metadata.name)}; the garbage collector deletes it with the VM`,
   }));
 }
 
@@ -208,7 +209,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
   const { vm, removeAll, clusterName } = inputs;
   const vmName = vm.metadata.name;
   const namespace = vm.metadata.namespace ?? '';
-  const vmRef = `${namespace}/${vmName}`;
+  const vmRef = keyText(namespace, vmName);
   const plan: RemovalPlan = {
     vmName,
     namespace,
@@ -259,7 +260,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
       if (bar !== undefined) return keep(name, bar);
     }
     const users = usedBy.get(name);
-    if (users) return keep(name, `still used by VM ${users.map((u) => `${namespace}/${u}`).join(', ')}`);
+    if (users) return keep(name, `still used by VM ${users.map((u) => keyText(namespace, u)).join(', ')}`);
     const answer = inputs.harvesterAnswers?.get(name);
     if (answer?.kind === 'refused')
       return keep(name, `Harvester refuses to delete it: ${shown(answer.reason)}`);
@@ -303,7 +304,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     for (const pvc of labelled) {
       if (pvc.metadata.namespace !== namespace) {
         plan.kept.push({
-          name: `${pvc.metadata.namespace ?? ''}/${pvc.metadata.name}`,
+          name: keyTextOf(pvc),
           reason: `in namespace ${pvc.metadata.namespace ?? '(none)'}, not the VM's namespace ${namespace}`,
         });
         continue;
