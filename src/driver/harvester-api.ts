@@ -24,6 +24,7 @@ import type { DeleteAnswer, ListRead } from '../harvester/removal-reads.js';
 import type { ConfigMapObject } from '../harvester/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/vm-dhcp.js';
 import { CredentialRejectedError, credentialRejected, type CredentialSource } from './credential-error.js';
+import { keyText } from '../api/object-key.js';
 
 /** Harvester's vm-dhcp-controller add-on (docs/upstream/vm-dhcp-controller.md#resources). */
 export const VmDhcpResources = {
@@ -58,7 +59,7 @@ export type Vm = VirtualMachine & KubeObject;
 export type Vmi = VirtualMachineInstance & KubeObject;
 export type Pvc = PersistentVolumeClaim & KubeObject;
 
-const ref = (m: { namespace?: string; name?: string }): string => `${m.namespace ?? ''}/${m.name ?? ''}`;
+const ref = (m: { namespace?: string; name?: string }): string => keyText(m.namespace, m.name);
 
 export class HarvesterApi {
   /**
@@ -298,7 +299,7 @@ export class HarvesterApi {
 
   deletePvc(namespace: string, name: string, uid?: string): Promise<boolean> {
     return this.write(
-      `deleted PVC ${namespace}/${name}`,
+      `deleted PVC ${keyText(namespace, name)}`,
       () => this.client.delete(Resources.pvc, { namespace, name }, uid ? { preconditions: { uid } } : {}),
       (deleted) => deleted,
     );
@@ -342,7 +343,7 @@ export class HarvesterApi {
       namespaced: true,
     };
     const at = { namespace, name, subresource: action };
-    return this.write(`asked KubeVirt to ${action} VM ${namespace}/${name}`, () =>
+    return this.write(`asked KubeVirt to ${action} VM ${keyText(namespace, name)}`, () =>
       this.client.call({
         method: 'PUT',
         path: resourcePath(type, at),

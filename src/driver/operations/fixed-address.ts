@@ -42,6 +42,7 @@ import type { ConfigMap, Vm } from '../harvester-api.js';
 import { isOurAbandonedVm } from './adopt.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitForPoolAddress } from './waits.js';
+import { keyText, keyTextOf } from '../../api/object-key.js';
 
 const FLAG = '--harvester-ip-pool-info';
 
@@ -59,7 +60,7 @@ export class AddressClaimRefusedError extends Error {
   override readonly name = 'AddressClaimRefusedError';
 }
 
-const claimRef = (cm: ConfigMap): string => `${cm.metadata.namespace ?? ''}/${cm.metadata.name}`;
+const claimRef = (cm: ConfigMap): string => keyTextOf(cm);
 
 /** Refuses a claim this machine would use when it fails the checks, naming it and the fields. */
 function checkClaim(source: AddressSource, entry: { cm: ConfigMap; claim: AddressClaim }): void {
@@ -108,7 +109,7 @@ export async function addressSource(ctx: OperationContext, info: IpPoolInfo): Pr
   const ipPool = ipPoolOfNetwork(nad.metadata.labels);
   if (ipPool && describesAddresses(info)) {
     throw new Error(
-      `${FLAG}: network ${network} is served by Harvester's IP pool ${ipPool.namespace}/${ipPool.name} (vm-dhcp-controller); leave "range" and "cidr" out to take the address from it, or the driver's addresses would collide with the ones it hands out`,
+      `${FLAG}: network ${network} is served by Harvester's IP pool ${keyText(ipPool.namespace, ipPool.name)} (vm-dhcp-controller); leave "range" and "cidr" out to take the address from it, or the driver's addresses would collide with the ones it hands out`,
     );
   }
   if (ipPool) {
@@ -119,7 +120,7 @@ export async function addressSource(ctx: OperationContext, info: IpPoolInfo): Pr
       : ctx.config.NetworkName;
     if (!onVm.includes('/'))
       throw new Error(
-        `${FLAG}: give the machine's network as ${network} (with its namespace): Harvester's IP pool ${ipPool.namespace}/${ipPool.name} finds a VM's network by the name the VM gives it`,
+        `${FLAG}: give the machine's network as ${network} (with its namespace): Harvester's IP pool ${keyText(ipPool.namespace, ipPool.name)} finds a VM's network by the name the VM gives it`,
       );
     return { kind: 'harvester-ippool', info, network, ipPool };
   }
@@ -422,7 +423,7 @@ export async function fixedAddressOf(
   if (prepared.source.kind !== 'harvester-ippool') throw new Error(`${FLAG}: no address was claimed`);
   const { namespace, name } = prepared.source.ipPool;
   const mac = prepared.macs[prepared.nic] ?? '';
-  const address = await waitForPoolAddress(ctx, mac, `${namespace}/${name}`, vm);
+  const address = await waitForPoolAddress(ctx, mac, keyText(namespace, name), vm);
   const pool: (VmDhcpIpPool & KubeObject) | undefined = await ctx.api
     .findVmDhcpIpPool(namespace, name)
     .catch(() => undefined);
@@ -433,7 +434,7 @@ export async function fixedAddressOf(
     mac,
     network: prepared.source.network,
     source: 'harvester-ippool',
-    holder: `${namespace}/${name}`,
+    holder: keyText(namespace, name),
   };
 }
 

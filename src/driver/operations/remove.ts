@@ -25,6 +25,7 @@ import type { Vm } from '../harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 import { freeMachineClaims } from './fixed-address.js';
 import { waitVmGone } from './waits.js';
+import { keyText } from '../../api/object-key.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
 
@@ -133,7 +134,7 @@ async function deleteLeftovers(ctx: OperationContext, plan: RemovalPlan): Promis
     if (!pvc) continue;
     const name = pvc.metadata.name;
     if (used.has(name)) continue;
-    ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
+    ctx.log.info(`Deleting volume ${keyText(ns, name)} that Harvester left behind`);
     await ctx.api.deletePvc(ns, name, pvc.metadata.uid);
   }
 }
