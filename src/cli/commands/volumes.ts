@@ -22,6 +22,7 @@ import {
   type OrphanVolume,
 } from '../../harvester/orphaned-volumes.js';
 import { outputOption } from './machine-info.js';
+import { keyText } from '../../api/object-key.js';
 
 interface OrphanedOptions {
   namespace?: string;
@@ -65,7 +66,7 @@ export async function deleteOrphans(
 ): Promise<DeletionOutcome> {
   const outcome: DeletionOutcome = { deleted: [], skipped: [], failed: [] };
   for (const volume of targets) {
-    const ref = `${volume.namespace}/${volume.name}`;
+    const ref = keyText(volume.namespace, volume.name);
     try {
       const reason = await recheck(client, volume, opts);
       if (reason) {

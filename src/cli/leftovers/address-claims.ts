@@ -15,6 +15,7 @@ import type { KubeClient } from '../../kube/client.js';
 import { isConflict, isForbidden } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
+import { keyText } from '../../api/object-key.js';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 
@@ -55,7 +56,7 @@ export function renderClaimReport(scan: ClaimScan): string[] {
     `Address claims no VM's address matches (${scan.claims.length}): the addresses stay taken until they are deleted`,
     ...scan.claims.map(
       (c) =>
-        `  ${c.address} of ${c.network}: ConfigMap ${c.namespace}/${c.name}, machine ${c.machine}: ${c.reason}`,
+        `  ${c.address} of ${c.network}: ConfigMap ${keyText(c.namespace, c.name)}, machine ${c.machine}: ${c.reason}`,
     ),
   ];
 }
@@ -76,7 +77,7 @@ export async function deleteLeftoverClaims(
 ): Promise<ClaimDeletionOutcome> {
   const outcome: ClaimDeletionOutcome = { deleted: [], failed: [] };
   for (const c of claims) {
-    const id = `${c.namespace}/${c.name}`;
+    const id = keyText(c.namespace, c.name);
     try {
       await client.delete(
         Resources.configMap,
