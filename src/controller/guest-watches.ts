@@ -16,7 +16,7 @@
 // what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
 // (with the backoff above): a fault, so the polls scale with faults, not with clusters.
 // Events and the status follow changes of state or of the error, not each retry.
-import { formatKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, keyText, type ObjectKey } from '../api/object-key.js';
 import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
 import {
@@ -226,7 +226,7 @@ export async function listGuestVolumes(
 /** What of a kept PV the record reads: a change elsewhere (its resourceVersion) is no news. */
 const recordedPart = (pv: PersistentVolume | undefined): string =>
   pv
-    ? `${pv.metadata.name}|${pv.spec.csi?.volumeHandle ?? ''}|${pv.spec.claimRef?.namespace ?? ''}/${pv.spec.claimRef?.name ?? ''}`
+    ? `${pv.metadata.name}|${pv.spec.csi?.volumeHandle ?? ''}|${keyText(pv.spec.claimRef?.namespace, pv.spec.claimRef?.name)}`
     : '';
 
 /** Over its budget: a bound of the cache, or an answer over the cap. */
@@ -468,7 +468,7 @@ export class GuestWatches {
 }
 
 function notWrittenYet(cluster: ObjectKey): string {
-  return `Rancher has not written Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} yet (the provisioning Cluster's status.clientSecretName is empty); it is read once Rancher names it`;
+  return `Rancher has not written Secret ${keyText(cluster.namespace, guestKubeconfigSecretName(cluster.name))} yet (the provisioning Cluster's status.clientSecretName is empty); it is read once Rancher names it`;
 }
 
 class NoKubeconfig extends Error {
@@ -478,8 +478,8 @@ class NoKubeconfig extends Error {
   ) {
     super(
       absent
-        ? `Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} does not exist (Rancher writes it once the guest cluster's apiserver is up)`
-        : `Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} has no key ${GUEST_KUBECONFIG_KEY}`,
+        ? `Secret ${keyText(cluster.namespace, guestKubeconfigSecretName(cluster.name))} does not exist (Rancher writes it once the guest cluster's apiserver is up)`
+        : `Secret ${keyText(cluster.namespace, guestKubeconfigSecretName(cluster.name))} has no key ${GUEST_KUBECONFIG_KEY}`,
     );
   }
 }

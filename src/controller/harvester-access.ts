@@ -13,6 +13,7 @@ import type { CleanupOutcome } from './gate-decision.js';
 import type { ProbeResult } from './credential-health.js';
 import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
 import type { SecretObject, VirtualMachineObject } from './types.js';
+import { keyTextOf } from '../api/object-key.js';
 
 interface CredentialVersion {
   version: string;
@@ -97,7 +98,7 @@ export class HarvesterClients extends KubeconfigClients {
    * kubeconfig. Throws KubeconfigError when the kubeconfig cannot be used.
    */
   forSecret(secret: SecretObject): KubeClient | undefined {
-    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
+    const key = keyTextOf(secret);
     return this.forContent(key, secret.metadata.resourceVersion ?? '', credentialKubeconfig(secret));
   }
 }
@@ -172,7 +173,7 @@ export async function annotateMachineVm(
 }
 
 async function annotate(client: KubeClient, vm: VirtualMachineObject, how: string): Promise<CleanupOutcome> {
-  const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name}`;
+  const ref = keyTextOf(vm);
   const current = vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS];
   // As Rancher: an existing value is left alone, so a VM marked "false" by hand keeps its volumes.
   if (current !== undefined)

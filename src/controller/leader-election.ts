@@ -14,6 +14,7 @@ import { isAlreadyExists, isConflict, KubeClient } from '../kube/index.js';
 import { LeaseLock, microTime } from '../kube/lease.js';
 import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import type { Logger } from '../log/logger.js';
+import { keyText } from '../api/object-key.js';
 
 export interface LeaderElectionOptions {
   namespace: string;
@@ -117,7 +118,7 @@ export class LeaderElector {
         if (!this.leading) {
           this.leading = true;
           this.options.logger.info('became leader', {
-            lease: `${this.options.namespace}/${this.options.name}`,
+            lease: keyText(this.options.namespace, this.options.name),
             identity: this.options.identity,
           });
           this.options.onStartedLeading();

@@ -25,6 +25,7 @@ import {
 import type { EventRecorder } from './events.js';
 import type { HarvesterClients } from './harvester-access.js';
 import type { VolumeOwnership } from './volume-ownership.js';
+import { keyText } from '../api/object-key.js';
 
 export const VolumeReasons = {
   deleted: 'HarvesterVolumesDeleted',
@@ -130,7 +131,9 @@ export class VolumeCleanup {
       liveClaims: this.deps.ownership.namedByLiveClusters(key),
     });
     const kept = (items: Array<{ name: string; reason: string }>): string =>
-      items.length ? `; kept: ${items.map((k) => `${namespace}/${k.name} (${k.reason})`).join(', ')}` : '';
+      items.length
+        ? `; kept: ${items.map((k) => `${keyText(namespace, k.name)} (${k.reason})`).join(', ')}`
+        : '';
     switch (decision.action) {
       case 'wait':
         return { kind: 'wait', reason: decision.reason };
@@ -152,7 +155,7 @@ export class VolumeCleanup {
               { namespace, name: v.name },
               v.uid ? { preconditions: { uid: v.uid } } : {},
             );
-            if (gone) deleted.push(`${namespace}/${v.name}`);
+            if (gone) deleted.push(keyText(namespace, v.name));
           } catch (err) {
             // Replaced by a new PVC of that name since it was listed: not the one decided on.
             if (!isConflict(err)) throw err;

@@ -13,7 +13,7 @@
 // answer, recorded the same way, kept for the status and an Event, and the watch stopped.
 // Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
 // nothing changes; a PVC seen once is not asked about again.
-import { formatKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, keyText, type ObjectKey } from '../api/object-key.js';
 import {
   decideOwnership,
   type GuestVolume,
@@ -330,7 +330,8 @@ export class VolumeOwnership {
     this.inventories.set(key, inventory);
     // The Event says what stays and that it is ownership; the status says why in full.
     const names = inventory.volumes.map(
-      (v) => `${v.namespace}/${v.name} (${v.outcome.replace(/^(kept, ownership [a-z ]+?): .*$/, '$1')})`,
+      (v) =>
+        `${keyText(v.namespace, v.name)} (${v.outcome.replace(/^(kept, ownership [a-z ]+?): .*$/, '$1')})`,
     );
     this.record(
       cluster,
@@ -396,7 +397,7 @@ export class VolumeOwnership {
       // Asked once: a PV whose PVC is not there (released, or another namespace) is asked again at the last inventory.
       known.set(volume.hostPvc, outcome.kind);
       if (outcome.kind === 'labelled')
-        labelled.push(`${outcome.namespace}/${volume.hostPvc} (${describeVolume(volume)})`);
+        labelled.push(`${keyText(outcome.namespace, volume.hostPvc)} (${describeVolume(volume)})`);
       result.recorded.push({ ...this.inventoried(volume, outcome.namespace), outcome: outcome.text });
     }
     for (const v of list.refused) result.failures.push(`PersistentVolume ${v.pv}: ${v.reason}`);
@@ -535,7 +536,7 @@ export class VolumeOwnership {
     reason: string,
   ): void {
     if (outcome === 'corroborated') return;
-    const id = `${namespace}/${volume.hostPvc}`;
+    const id = keyText(namespace, volume.hostPvc);
     if (this.reported.has(`${outcome} ${id}`)) return;
     this.reported.add(`${outcome} ${id}`);
     const contested = outcome === 'contested';
