@@ -4,6 +4,7 @@ import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layersPlugin } from './eslint/layers.js';
+import { objectKeysPlugin } from './eslint/object-keys.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '**/*.js', '!eslint.config.js', '!eslint/*.js'] },
@@ -41,6 +42,14 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     plugins: { layers: layersPlugin },
     rules: { 'layers/imports': ['error', { srcDir: path.join(import.meta.dirname, 'src') }] },
+  },
+  {
+    // Object keys ("namespace/name") are built only in src/api (eslint/object-keys.js);
+    // test/lint-object-keys_test.ts proves it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/api/**', 'src/**/*_test.ts'],
+    plugins: { 'object-keys': objectKeysPlugin },
+    rules: { 'object-keys/no-hand-built-keys': 'error' },
   },
   { files: ['eslint.config.js', 'eslint/*.js'], ...tseslint.configs.disableTypeChecked },
 );
