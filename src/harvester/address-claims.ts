@@ -3,7 +3,7 @@
 // whoever creates it holds the address, an AlreadyExists means someone else does. Once the
 // VM exists the claim is owned by it, so Kubernetes' garbage collector frees the address
 // with the VM whatever happens to the driver. Pure: the objects, reading them back, and the
-// decisions (docs/decisions/0016-per-machine-addresses.md).
+// decisions.
 import { formatLabelValue } from './labels.js';
 import { claimName, networkKey, poolAddressProblem, type IpPoolInfo } from './ip-pool.js';
 import { unicastMacProblem } from './mac-address.js';

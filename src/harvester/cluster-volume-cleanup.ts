@@ -1,5 +1,5 @@
-// The host volumes of a guest cluster deleted as a whole that go once its last VM is gone
-// (docs/decisions/0015-guest-cluster-volumes.md): the PVCs of the VMs' namespace recorded
+// The host volumes of a guest cluster deleted as a whole that go once its last VM is gone:
+// the PVCs of the VMs' namespace recorded
 // for the cluster (labelled `guestcluster.harvesterhci.io/name=<cluster>`, by the CSI driver
 // of harvester-csi-driver#65 or by the cleanup controller from the guest's own PVs). The VMs'
 // removals already deleted what they could (boot disks, hot-plugged volumes, labelled volumes
@@ -13,7 +13,7 @@
 //   cluster, whatever its label says);
 // - never a PVC whose ownership Harvester does not show as this cluster's alone: more than one
 //   guest cluster ever named it, or its claim was not corroborated, or an earlier controller
-//   recorded it on the guest's word alone (guest-volumes.ts ownershipBar, ADR 0021);
+//   recorded it on the guest's word alone (guest-volumes.ts ownershipBar);
 // - never one already being deleted (it goes anyway).
 // Pure: the controller lists and deletes (src/controller/volume-cleanup.ts).
 import { ownershipBar } from './guest-volumes.js';

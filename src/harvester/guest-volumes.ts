@@ -1,8 +1,8 @@
 // Which host volumes a guest cluster owns. The guest says which: each of its PersistentVolumes
 // of the Harvester CSI driver names, in `spec.csi.volumeHandle`, a host PVC in the cluster's VM
 // namespace (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes). But the guest's
-// apiserver is written by the guest's admins (tenants): what it says is a claim, not a proof
-// (docs/decisions/0021-guest-volume-ownership-evidence.md). A claim is corroborated only by what
+// apiserver is written by the guest's admins (tenants): what it says is a claim, not a proof.
+// A claim is corroborated only by what
 // Harvester itself shows of the host PVC: the shape the CSI driver gives a volume it provisions
 // (named `pvc-<guest claim UID>`, as the guest's PV is; ReadWriteMany; no owner, no image, no
 // source but a guest snapshot), made after the guest cluster existed, and named by no other

@@ -1,7 +1,7 @@
 // --harvester-ip-pool-info: the addresses a machine pool's VMs take their fixed address
 // from, one per machine (harvester/harvester#2099, #9810). Either the operator describes the
 // pool (a range or a CIDR, exclusions, prefix, gateway, DNS) and the driver hands addresses
-// out itself (docs/decisions/0016-per-machine-addresses.md), or the network has an IPPool of
+// out itself, or the network has an IPPool of
 // Harvester's vm-dhcp-controller and that pool hands them out (then only `network` and
 // `interface` are given). Pure: parsing, checks, the usable addresses, and names.
 import { createHash } from 'node:crypto';
@@ -329,8 +329,7 @@ export function networkKey(networkId: string): string {
 
 /**
  * The name of the object that holds one address of one network: `hm-ip-<network
- * key>-<a>-<b>-<c>-<d>`. One name per address is what makes a create-if-absent the lock
- * (docs/decisions/0016-per-machine-addresses.md).
+ * key>-<a>-<b>-<c>-<d>`. One name per address is what makes a create-if-absent the lock.
  */
 export function claimName(networkId: string, address: string): string {
   return `hm-ip-${networkKey(networkId)}-${address.replaceAll('.', '-')}`;

@@ -10,7 +10,7 @@
 // history) still has VMs: a workload volume is detached whenever its pod is not running.
 // Only volumes that look like VM or guest-cluster volumes are considered at all: other
 // PVCs on Harvester (monitoring, add-ons) are none of this tool's business. One whose ownership
-// is contested or not corroborated (guest-volumes.ts ownershipBar, ADR 0021) is listed as kept,
+// is contested or not corroborated (guest-volumes.ts ownershipBar) is listed as kept,
 // with why, and never deleted by this tool: an operator who knows whose it is deletes it by hand.
 import {
   ANNOTATION_IMAGE_ID,

@@ -10,13 +10,13 @@
 //   guestcluster.harvesterhci.io/name=<cluster>.
 // - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
 //   guest cluster, or a PVC that another existing VM of the inputs still references (which
-//   VMs the removal reads, and what that leaves to Harvester: removal-reads.ts, ADR 0018).
+//   VMs the removal reads, and what that leaves to Harvester: removal-reads.ts).
 // - Never a PVC Harvester said it would refuse to delete when it was asked (a dry-run delete
-//   through its PVC webhook: removal-reads.ts, ADR 0018); its answer is the reason kept.
+//   through its PVC webhook: removal-reads.ts); its answer is the reason kept.
 // - Never, on a whole-cluster removal, a hot-plugged or labelled volume whose ownership is not
 //   this cluster's alone as Harvester shows it: more than one guest cluster ever named it, its
 //   claim was not corroborated, or an earlier controller recorded it on a guest's word alone
-//   (guest-volumes.ts ownershipBar, ADR 0021). The VM's own boot and data disks are the VM's.
+//   (guest-volumes.ts ownershipBar). The VM's own boot and data disks are the VM's.
 // - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
 //   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
 // Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the

@@ -1,5 +1,5 @@
 // What a removal reads to plan (removal-plan.ts), chosen so that its cost follows the machine
-// and its guest cluster, never the number of VMs and PVCs around it (ADR 0018):
+// and its guest cluster, never the number of VMs and PVCs around it:
 // - the VM and its instance, by name;
 // - each PVC the VM or its instance names, by name (a name that can be no PVC's is not read:
 //   the plan refuses it);
