@@ -2,8 +2,7 @@
 // - 'pool': the driver hands addresses out itself. The lock is the apiserver: one ConfigMap
 //   per address (address-claims.ts), created create-if-absent before the VM, owned by the
 //   VM once it exists, so the garbage collector frees it with the VM. The order (claim, VM,
-//   adopt) and why it is safe under retries, crashes and concurrent creates:
-//   docs/decisions/0016-per-machine-addresses.md.
+//   adopt) is what keeps it safe under retries, crashes and concurrent creates.
 // - 'harvester-ippool': the network has an IPPool of vm-dhcp-controller. The driver pins the
 //   interface's MAC; the add-on binds that MAC to an address of its pool when the VM appears
 //   and its DHCP serves it (docs/upstream/vm-dhcp-controller.md#how-a-vm-gets-its-address).
@@ -406,7 +405,7 @@ export async function releaseClaim(ctx: OperationContext, prepared: PreparedAddr
     if (await ctx.api.deleteConfigMap(prepared.claim, { sameVersion: true }))
       ctx.log.info(`Released address ${prepared.fixed?.address ?? ''}: the machine was not created`);
   } catch (err) {
-    // An unowned claim is taken over after its grace (ADR 0016); say so, keep the first error.
+    // An unowned claim is taken over after its grace; say so, keep the first error.
     ctx.log.warn(
       `Could not release the claim ${prepared.claim.metadata.name} (${(err as Error).message}); its address is free again after 10 minutes`,
     );
@@ -463,7 +462,7 @@ export async function freeMachineClaims(ctx: OperationContext): Promise<void> {
     }
   } catch (err) {
     // The VM is gone: a removal must not fail (and be retried forever) over a claim the garbage
-    // collector frees with it, or that any create takes over after its grace (ADR 0016).
+    // collector frees with it, or that any create takes over after its grace.
     ctx.log.warn(
       `The VM is removed, but its address claims could not be checked (${(err as Error).message}); an owned claim goes with the VM, others are listed by harvester-machine leftovers`,
     );

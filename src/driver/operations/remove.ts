@@ -4,7 +4,7 @@
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
 // What is read to plan is removal-reads.ts's choice: the machine's objects and its guest
-// cluster's, never every VM and PVC of the namespace (ADR 0018).
+// cluster's, never every VM and PVC of the namespace.
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
@@ -37,7 +37,7 @@ function reader(ctx: OperationContext): RemovalReader {
     findVmi: (name) => ctx.api.findVmi(ns, name),
     findPvc: (name) => ctx.api.findPvc(ns, name),
     listVms: (labelSelector, read) => ctx.api.listVms(ns, labelSelector, read),
-    // Consistent: a PVC's revision cannot be waited for in the VM cache (ADR 0018).
+    // Consistent: a PVC's revision cannot be waited for in the VM cache.
     listPvcs: (labelSelector) => ctx.api.listPvcs(ns, labelSelector),
     askToDeletePvc: (pvc) => ctx.api.askToDeletePvc(ns, pvc),
   };
@@ -74,7 +74,7 @@ async function readAndPlan(ctx: OperationContext, opts: RemovalReadOptions) {
  * VM: once it is done the VMs are listed again "not older than" that write, which the VM cache
  * reaches at once, and which holds every VM written before the record. The plan made from that
  * list is the one kept; when it differs (a VM came to use a planned PVC) it is recorded instead,
- * and checked the same way (ADR 0018).
+ * and checked the same way.
  */
 export async function recordPlan(ctx: OperationContext): Promise<{ vm: Vm; plan: RemovalPlan } | undefined> {
   let planned = await readAndPlan(ctx, { vmsRead: 'cached' });
