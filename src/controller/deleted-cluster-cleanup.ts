@@ -1,6 +1,6 @@
 // What a guest cluster deleted as a whole leaves on Harvester once its last VM is gone, cleaned
-// up by one mechanism for every kind of leftover (its load balancers: docs/decisions/0011; its
-// host volumes: docs/decisions/0015). Each kind says what to do in one VM namespace on one
+// up by one mechanism for every kind of leftover (its load balancers, its
+// host volumes). Each kind says what to do in one VM namespace on one
 // Harvester (`cleanWith`); this class owns what they share:
 // - scope (deletion-scope.ts, the gate's): only a cluster being deleted is ever looked at, so a
 //   scale-down, a replacement or a Machine deleted by hand never touches anything; the opt-out

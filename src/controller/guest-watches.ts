@@ -2,11 +2,11 @@
 // through its `<cluster>-kubeconfig` Secret as Cluster API reaches it
 // (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig). The Secret's content is
 // someone else's input (whoever may edit Secrets in the cluster's namespace): inline
-// credentials only (KubeconfigClients, ADR 0012), and the guest's answers are only ever
+// credentials only (KubeconfigClients), and the guest's answers are only ever
 // used as names (guest-volumes.ts).
-// Cost while idle: the watch itself, re-opened every 4-5 minutes (the Informer's timeout), so
-// 12-15 requests per guest cluster per hour, and nothing while nothing changes. No watch while
-// the guest cannot be reached: lists are retried with backoff (5 s doubling to 5 min), the
+// Cost while idle: the watch itself, re-opened at each of the Informer's timeouts, a few
+// requests per guest cluster per hour, and nothing while nothing changes. No watch while
+// the guest cannot be reached: lists are retried with backoff (DEFAULT_BACKOFF), the
 // state reported (`unreachable`, with the error), and a rejected credential makes the Secret
 // be read again (Rancher rewrites it with a new token).
 // No request at all for a cluster whose Secret Rancher has not written: Rancher writes it in
@@ -122,13 +122,13 @@ export interface GuestWatchesDeps {
 const DEFAULT_BACKOFF = { initialMs: 5_000, maxMs: 300_000 };
 
 /**
- * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed,
- * one is some 0.5 KiB, so about 1 MiB per guest at the bound; 2,000 Harvester volumes for one
- * guest cluster is far past what a Harvester cluster serves one guest (and the bound is a
- * flag), while a relist at the bound is 20 pages of GUEST_PAGE_SIZE.
+ * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed
+ * PVs are small, so a guest at the bound stays small beside the controller's heap; the bound is
+ * far past what a Harvester cluster serves one guest (and it is a flag), while a relist at the
+ * bound is a few dozen pages of GUEST_PAGE_SIZE.
  */
 export const DEFAULT_GUEST_MAX_VOLUMES = 2_000;
-/** PVs per list page from a guest: a page of real PVs is some 0.3 MiB, well below the answer cap. */
+/** PVs per list page from a guest: a page of real PVs is well below the answer cap. */
 export const GUEST_PAGE_SIZE = 100;
 /**
  * The most one answer or watch event from a guest's apiserver may hold, unpacked: a page of

@@ -31,7 +31,7 @@ export interface KubeconfigClientOptions {
 }
 
 /**
- * Clients for kubeconfig content someone else wrote (inline credentials only, ADR 0012), one
+ * Clients for kubeconfig content someone else wrote (inline credentials only), one
  * per object and version: a rewritten object gets a new client, and the old one's secrets are
  * released. Cloud credentials (HarvesterClients) and guest clusters' kubeconfigs use it.
  */

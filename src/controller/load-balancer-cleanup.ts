@@ -1,4 +1,4 @@
-// The load balancers of a guest cluster deleted as a whole (docs/decisions/0011): once every
+// The load balancers of a guest cluster deleted as a whole: once every
 // HarvesterMachine of the cluster is gone (Rancher's rm jobs removed the VMs) and no VM of
 // it is left on Harvester, the cluster's `workloadType: cluster` load balancers are deleted,
 // which releases the IP pool addresses they hold. Harvester v1.8.0 and later delete them

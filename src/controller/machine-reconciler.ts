@@ -170,7 +170,7 @@ export class MachineReconciler {
     const { caches } = this.deps;
     // The deadline is fixed before any Harvester I/O, and the attempt cannot outlast it nor
     // throw past it: whatever the credential holds and however Harvester behaves, the gate
-    // is released at the deadline (docs/decisions/0005-cleanup-gate.md). A successful cleanup
+    // is released at the deadline. A successful cleanup
     // whose release met a Conflict is reused, not done again.
     const deadline = gateDeadlineAt(machine.metadata.deletionTimestamp, this.deps.gateDeadlineMs, this.now());
     const previous = this.held.get(key);

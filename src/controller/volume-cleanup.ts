@@ -1,5 +1,5 @@
-// The host volumes of a guest cluster deleted as a whole, deleted once its last VM is gone
-// (docs/decisions/0015-guest-cluster-volumes.md), as its load balancers are: the same scope,
+// The host volumes of a guest cluster deleted as a whole, deleted once its last VM is gone,
+// as its load balancers are: the same scope,
 // opt-out, credentials, retries and deadline (deleted-cluster-cleanup.ts). The VMs' removals
 // delete what they can (boot disks, hot-plugged volumes, and with a driver from v1.0.5 the
 // labelled volumes no other VM uses); this deletes what they left: what an older driver does

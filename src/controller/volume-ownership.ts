@@ -1,11 +1,11 @@
 // Recording on Harvester which host volumes are a guest cluster's, while it lives, so that
-// deleting it removes them all, attached or not (docs/decisions/0015-guest-cluster-volumes.md):
+// deleting it removes them all, attached or not:
 // for each guest cluster on Harvester in the controller's scope, its PVs of the Harvester CSI
 // driver (one watch per cluster, guest-watches.ts) name their host PVCs; each one is labelled
 // `guestcluster.harvesterhci.io/name=<cluster>` (the label the driver's whole-cluster removal
 // selects on, so the Go driver's removal finds them too), with the cluster's own credential
 // (cluster-targets.ts, as the gate and the load balancer cleanup choose it), only when Harvester
-// corroborates the guest's claim (docs/decisions/0021-guest-volume-ownership-evidence.md: the
+// corroborates the guest's claim (the
 // CSI driver's shape, made after the cluster, no other claimant ever); every claimant is listed
 // on the PVC, and a volume claimed but not corroborated, or contested, is left unlabelled (a
 // label we wrote is taken back) with an Event: nothing deletes it automatically. When the cluster's deletion starts (its
