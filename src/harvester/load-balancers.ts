@@ -2,15 +2,6 @@
 // with them when the whole cluster is deleted (docs/upstream/load-balancers.md). Pure: the
 // cleanup controller, the CLI's `leftovers` and the removal preview list the objects and
 // act on what these functions decide.
-//
-// Rules, the same everywhere:
-// - A guest cluster's load balancers are the `workloadType: cluster` ones in the VMs'
-//   namespace labelled `cloudprovider.harvesterhci.io/cluster: <cluster>` (Harvester's own
-//   cleanup selects exactly these). Harvester's VM load balancers (`vm`) are never touched.
-// - Nothing is deleted while any VM of the cluster is left in that namespace, being deleted
-//   or not: its cloud provider may still be running and would make them again.
-// - A cluster name that the cloud provider falls back to (`kubernetes`, or empty) names no
-//   cluster in particular: such load balancers are never deleted for a cluster.
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import type { ObjectMeta } from './types.js';
 import { keyText, keyTextOf } from '../api/object-key.js';
@@ -185,6 +176,15 @@ export type LbCleanupDecision =
  * After the whole guest cluster was deleted in Rancher: what to do with its load balancers
  * in `namespace`, given every VM and load balancer listed there now and the Harvester
  * version. Load balancers already being deleted are left to finish.
+ *
+ * Rules, the same everywhere:
+ * - A guest cluster's load balancers are the `workloadType: cluster` ones in the VMs'
+ *   namespace labelled `cloudprovider.harvesterhci.io/cluster: <cluster>` (Harvester's own
+ *   cleanup selects exactly these). Harvester's VM load balancers (`vm`) are never touched.
+ * - Nothing is deleted while any VM of the cluster is left in that namespace, being deleted
+ *   or not: its cloud provider may still be running and would make them again.
+ * - A cluster name that the cloud provider falls back to (`kubernetes`, or empty) names no
+ *   cluster in particular: such load balancers are never deleted for a cluster.
  */
 export function decideLoadBalancerCleanup(input: {
   cluster: string;
