@@ -1,21 +1,3 @@
-// One watch of PersistentVolumes per guest cluster, in the guest's own apiserver, reached
-// through its `<cluster>-kubeconfig` Secret as Cluster API reaches it
-// (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig). The Secret's content is
-// someone else's input (whoever may edit Secrets in the cluster's namespace): inline
-// credentials only (KubeconfigClients), and the guest's answers are only ever
-// used as names (guest-volumes.ts).
-// Cost while idle: the watch itself, re-opened at each of the Informer's timeouts, a few
-// requests per guest cluster per hour, and nothing while nothing changes. No watch while
-// the guest cannot be reached: lists are retried with backoff (DEFAULT_BACKOFF), the
-// state reported (`unreachable`, with the error), and a rejected credential makes the Secret
-// be read again (Rancher rewrites it with a new token).
-// No request at all for a cluster whose Secret Rancher has not written: Rancher writes it in
-// the reconcile that sets the provisioning Cluster's `status.clientSecretName`
-// (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig), so until then the Secret is
-// not read, and that status change (an event of the cluster, which calls `ensure` again) is
-// what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
-// (with the backoff above): a fault, so the polls scale with faults, not with clusters.
-// Events and the status follow changes of state or of the error, not each retry.
 import { formatKey, keyText, type ObjectKey } from '../api/object-key.js';
 import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
@@ -234,6 +216,26 @@ export function isOverBudget(err: unknown): boolean {
   return err instanceof CacheBoundExceeded || isTooLarge(err);
 }
 
+/**
+ * One watch of PersistentVolumes per guest cluster, in the guest's own apiserver, reached
+ * through its `<cluster>-kubeconfig` Secret as Cluster API reaches it
+ * (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig). The Secret's content is
+ * someone else's input (whoever may edit Secrets in the cluster's namespace): inline
+ * credentials only (KubeconfigClients), and the guest's answers are only ever
+ * used as names (guest-volumes.ts).
+ * Cost while idle: the watch itself, re-opened at each of the Informer's timeouts, a few
+ * requests per guest cluster per hour, and nothing while nothing changes. No watch while
+ * the guest cannot be reached: lists are retried with backoff (DEFAULT_BACKOFF), the
+ * state reported (`unreachable`, with the error), and a rejected credential makes the Secret
+ * be read again (Rancher rewrites it with a new token).
+ * No request at all for a cluster whose Secret Rancher has not written: Rancher writes it in
+ * the reconcile that sets the provisioning Cluster's `status.clientSecretName`
+ * (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig), so until then the Secret is
+ * not read, and that status change (an event of the cluster, which calls `ensure` again) is
+ * what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
+ * (with the backoff above): a fault, so the polls scale with faults, not with clusters.
+ * Events and the status follow changes of state or of the error, not each retry.
+ */
 export class GuestWatches {
   private readonly watches = new Map<string, GuestWatch>();
 

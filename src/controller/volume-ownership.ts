@@ -1,18 +1,3 @@
-// Recording on Harvester which host volumes are a guest cluster's, while it lives, so that
-// deleting it removes them all, attached or not:
-// for each guest cluster on Harvester in the controller's scope, its PVs of the Harvester CSI
-// driver (one watch per cluster, guest-watches.ts) name their host PVCs; each one is labelled
-// `guestcluster.harvesterhci.io/name=<cluster>` (the label the driver's whole-cluster removal
-// selects on, so the Go driver's removal finds them too), with the cluster's own credential
-// (cluster-targets.ts, as the gate and the load balancer cleanup choose it), only when Harvester
-// corroborates the guest's claim (the
-// CSI driver's shape, made after the cluster, no other claimant ever); every claimant is listed
-// on the PVC, and a volume claimed but not corroborated, or contested, is left unlabelled (a
-// label we wrote is taken back) with an Event: nothing deletes it automatically. When the cluster's deletion starts (its
-// first pre-terminate hook), a last inventory is read from the guest while it may still
-// answer, recorded the same way, kept for the status and an Event, and the watch stopped.
-// Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
-// nothing changes; a PVC seen once is not asked about again.
 import { formatKey, keyText, type ObjectKey } from '../api/object-key.js';
 import {
   decideOwnership,
@@ -142,6 +127,23 @@ export interface VolumeOwnershipDeps {
 
 const MAX_RETRY_MS = 300_000;
 
+/**
+ * Recording on Harvester which host volumes are a guest cluster's, while it lives, so that
+ * deleting it removes them all, attached or not:
+ * for each guest cluster on Harvester in the controller's scope, its PVs of the Harvester CSI
+ * driver (one watch per cluster, guest-watches.ts) name their host PVCs; each one is labelled
+ * `guestcluster.harvesterhci.io/name=<cluster>` (the label the driver's whole-cluster removal
+ * selects on, so the Go driver's removal finds them too), with the cluster's own credential
+ * (cluster-targets.ts, as the gate and the load balancer cleanup choose it), only when Harvester
+ * corroborates the guest's claim (the
+ * CSI driver's shape, made after the cluster, no other claimant ever); every claimant is listed
+ * on the PVC, and a volume claimed but not corroborated, or contested, is left unlabelled (a
+ * label we wrote is taken back) with an Event: nothing deletes it automatically. When the cluster's deletion starts (its
+ * first pre-terminate hook), a last inventory is read from the guest while it may still
+ * answer, recorded the same way, kept for the status and an Event, and the watch stopped.
+ * Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
+ * nothing changes; a PVC seen once is not asked about again.
+ */
 export class VolumeOwnership {
   readonly inventories = new Map<string, Inventory>();
   private readonly pendingInventories = new Map<string, Promise<Inventory>>();
