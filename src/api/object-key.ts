@@ -49,3 +49,47 @@ export function keyTextOf(obj: {
 export function sameKey(a: ObjectKey, b: ObjectKey): boolean {
   return a.namespace === b.namespace && a.name === b.name;
 }
+
+/**
+ * A Map keyed by ObjectKey, compared by namespace and name, so that code holding keys never
+ * turns them into text just to index by them.
+ */
+export class KeyMap<V> implements Iterable<[ObjectKey, V]> {
+  private readonly entriesByText = new Map<string, [ObjectKey, V]>();
+
+  get size(): number {
+    return this.entriesByText.size;
+  }
+
+  get(key: ObjectKey): V | undefined {
+    return this.entriesByText.get(keyText(key.namespace, key.name))?.[1];
+  }
+
+  has(key: ObjectKey): boolean {
+    return this.entriesByText.has(keyText(key.namespace, key.name));
+  }
+
+  set(key: ObjectKey, value: V): this {
+    this.entriesByText.set(keyText(key.namespace, key.name), [
+      { namespace: key.namespace, name: key.name },
+      value,
+    ]);
+    return this;
+  }
+
+  delete(key: ObjectKey): boolean {
+    return this.entriesByText.delete(keyText(key.namespace, key.name));
+  }
+
+  *keys(): IterableIterator<ObjectKey> {
+    for (const [key] of this.entriesByText.values()) yield key;
+  }
+
+  *values(): IterableIterator<V> {
+    for (const [, value] of this.entriesByText.values()) yield value;
+  }
+
+  [Symbol.iterator](): IterableIterator<[ObjectKey, V]> {
+    return this.entriesByText.values();
+  }
+}
