@@ -1,4 +1,4 @@
-import { formatKey, keyText, type ObjectKey } from '../api/object-key.js';
+import { KeyMap, formatKey, keyText, sameKey, type ObjectKey } from '../api/object-key.js';
 import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
 import {
@@ -237,7 +237,7 @@ export function isOverBudget(err: unknown): boolean {
  * Events and the status follow changes of state or of the error, not each retry.
  */
 export class GuestWatches {
-  private readonly watches = new Map<string, GuestWatch>();
+  private readonly watches = new KeyMap<GuestWatch>();
 
   constructor(private readonly deps: GuestWatchesDeps) {}
 
@@ -267,8 +267,7 @@ export class GuestWatches {
    * Rancher says it has not written it (then nothing is sent).
    */
   ensure(cluster: ObjectKey, signal: KubeconfigSignal = 'unknown'): void {
-    const key = formatKey(cluster);
-    const known = this.watches.get(key);
+    const known = this.watches.get(cluster);
     if (known) {
       known.signal = signal;
       const missing = known.state === 'waiting' || known.state === 'no-kubeconfig';
@@ -289,18 +288,18 @@ export class GuestWatches {
       again: false,
       signal,
     };
-    this.watches.set(key, watch);
+    this.watches.set(cluster, watch);
     if (signal === 'not-yet') this.setState(watch, 'waiting', notWrittenYet(cluster));
     else void this.connect(watch);
   }
 
   has(cluster: ObjectKey): boolean {
-    return this.watches.has(formatKey(cluster));
+    return this.watches.has(cluster);
   }
 
   /** The cluster's Harvester volumes as last watched; undefined before the first list. */
   volumes(cluster: ObjectKey): GuestVolumeList | undefined {
-    const watch = this.watches.get(formatKey(cluster));
+    const watch = this.watches.get(cluster);
     // Over budget: what is cached is not all the guest has; nothing is recorded from it.
     if (!watch?.synced || !watch.informer || watch.state === 'over-budget') return undefined;
     return harvesterVolumes(watch.informer.list());
@@ -308,7 +307,7 @@ export class GuestWatches {
 
   /** A client for the guest (the watch's, else one made from the Secret now). */
   async client(cluster: ObjectKey): Promise<KubeClient> {
-    const watch = this.watches.get(formatKey(cluster));
+    const watch = this.watches.get(cluster);
     return watch?.client ?? this.makeClient(cluster);
   }
 
@@ -316,11 +315,11 @@ export class GuestWatches {
   namedByOthers(except: ObjectKey): Map<string, string[]> {
     const out = new Map<string, string[]>();
     for (const [key, watch] of this.watches) {
-      if (key === formatKey(except)) continue;
+      if (sameKey(key, except)) continue;
       for (const v of this.volumes(watch.key)?.volumes ?? [])
         out.set(v.hostPvc, [
           ...(out.get(v.hostPvc) ?? []),
-          `PersistentVolume ${v.pv} of guest cluster ${key}`,
+          `PersistentVolume ${v.pv} of guest cluster ${formatKey(key)}`,
         ]);
     }
     return out;
@@ -345,14 +344,13 @@ export class GuestWatches {
   }
 
   async stop(cluster: ObjectKey): Promise<void> {
-    const key = formatKey(cluster);
-    const watch = this.watches.get(key);
+    const watch = this.watches.get(cluster);
     if (!watch) return;
-    this.watches.delete(key);
+    this.watches.delete(cluster);
     watch.stopped = true;
     clearTimeout(watch.timer);
     await watch.informer?.stop();
-    this.deps.clients.forget(key);
+    this.deps.clients.forget(formatKey(cluster));
   }
 
   async stopAll(): Promise<void> {
