@@ -5,6 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layersPlugin } from './eslint/layers.js';
 import { PURE_LAYERS, pureLayersPlugin } from './eslint/pure-layers.js';
+import { objectKeysPlugin } from './eslint/object-keys.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '**/*.js', '!eslint.config.js', '!eslint/*.js'] },
@@ -49,6 +50,14 @@ export default tseslint.config(
     ignores: ['**/*_test.ts'],
     plugins: { pure: pureLayersPlugin },
     rules: { 'pure/no-io': 'error' },
+  },
+  {
+    // Object keys ("namespace/name") are built only in src/api (eslint/object-keys.js);
+    // test/lint-object-keys_test.ts proves it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/api/**', 'src/**/*_test.ts'],
+    plugins: { 'object-keys': objectKeysPlugin },
+    rules: { 'object-keys/no-hand-built-keys': 'error' },
   },
   { files: ['eslint.config.js', 'eslint/*.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -45,7 +45,7 @@ export const DRIVER_RULES = [
   },
   // Volumes: read to plan a removal, delete the ones a whole-cluster removal owns; the cleanup
   // controller labels each with its guest cluster (patch) and, once a deleted cluster's last VM
-  // is gone, checks that no pod uses one before it deletes it (docs/decisions/0015).
+  // is gone, checks that no pod uses one before it deletes it.
   {
     apiGroups: [''],
     resources: ['persistentvolumeclaims'],
@@ -54,7 +54,7 @@ export const DRIVER_RULES = [
   { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
   // The cloud-init Secret of a VM (user data over 2048 bytes).
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
-  // The address claims of --harvester-ip-pool-info (docs/decisions/0016-per-machine-addresses.md).
+  // The address claims of --harvester-ip-pool-info.
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
   // Harvester's IP pools (vm-dhcp-controller): the pool of a network, the VM's address binding.
   { apiGroups: ['network.harvesterhci.io'], resources: ['ippools'], verbs: ['get'] },

@@ -1,7 +1,7 @@
 // Our cloud-init user data against the Go driver's YAML and merge libraries themselves
 // (test/go-cloudinit-merge: github.com/ghodss/yaml v1.0.0 over gopkg.in/yaml.v2 v2.4.0,
 // dario.cat/mergo v1.0.2 with WithAppendSlice, the versions the Go driver builds with).
-// The bytes differ by design (docs/decisions/0009-cloud-init-layout.md); what cloud-init
+// The bytes differ by design (the layout is ours); what cloud-init
 // reads must not: both are parsed as YAML 1.1 and compared. Where Go fails or changes a
 // value, the test says so.
 import assert from 'node:assert/strict';

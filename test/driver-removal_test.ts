@@ -174,7 +174,7 @@ describe('removal beside other guest clusters (ADR 0018)', () => {
       );
     }
     // Made the moment before the removal: the removal may plan from a watch cache that has
-    // not seen it yet, but checks its record against the VMs not older than it (ADR 0018).
+    // not seen it yet, but checks its record against the VMs not older than it.
     await admin.create(Resources.virtualMachine, halted('clusters-rescue', 'clusters', boot));
     sent.length = 0;
 

@@ -1,6 +1,6 @@
 // Harvester v1.8.0's own `webhook` and `harvester` processes serving the sandbox's Harvester
 // (SandboxOptions.ownHarvester: the stand-ins they replace are off), and what they do with the
-// objects the driver sends. Findings: docs/decisions/0023-harvester-in-the-sandbox.md.
+// objects the driver sends.
 import assert from 'node:assert/strict';
 import type { X509Certificate } from 'node:crypto';
 import tls from 'node:tls';
@@ -37,14 +37,14 @@ function connectTls(port: number, servername: string, ca: string): Promise<X509C
 }
 
 describe("Harvester's own webhook and controllers (v1.8.0)", () => {
-  // The cost figures of ADR 0023, while both processes still run.
+  // What both processes cost, while they still run.
   after(() => {
     const h = fixture.sandbox.harvesterComponents;
     if (h)
       console.log(`# harvester: start ${JSON.stringify(h.startTimes)} rss kB ${JSON.stringify(h.rssKb())}`);
   });
 
-  // Open finding (ADR 0023): Harvester's own image controller, which tries to reach the image's URL
+  // Open finding: Harvester's own image controller, which tries to reach the image's URL
   // and fails here, and the image stand-in both handle the seeded image; the StorageClass the
   // stand-in makes for it does not stay. Made again here, as the stand-in makes it, until the
   // image pipeline is settled.

@@ -1,4 +1,4 @@
-// The Cluster API versions the sandbox runs, and why (docs/decisions/0005-cleanup-gate.md).
+// The Cluster API versions the sandbox runs, and why.
 // Rancher ships Cluster API's own controller-manager (image rancher/mirrored-cluster-api-controller)
 // in its rancher-provisioning-capi chart; rancher/charts, charts/rancher-provisioning-capi/<v>/values.yaml:
 //   Rancher 2.10 (chart 105.x) v1.8.3 · 2.11 (106.x) v1.9.5 · 2.12 (107.x) v1.10.2 · 2.13 (108.x) v1.10.6

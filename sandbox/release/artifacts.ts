@@ -15,8 +15,8 @@ const run = promisify(execFile);
 export const CHART_NAME = 'harvester-machine-controller';
 
 /**
- * The memory settings scripts/build-image.sh puts into the controller image's environment
- * (ADR 0019): V8's young generation at 2 MiB semi-spaces instead of 16, its old generation at
+ * The memory settings scripts/build-image.sh puts into the controller image's environment:
+ * V8's young generation at 2 MiB semi-spaces instead of 16, its old generation at
  * half the container's memory limit (Node reads the cgroup's limit; without one, half the
  * machine's), and glibc's malloc at two arenas. The scale benchmark runs the executable with
  * them; the release test checks the image has them.

@@ -5,6 +5,7 @@ import type { KubeconfigTrust } from '../kube/credential-content.js';
 import { describeKubeconfig, loadKubeconfig } from '../kube/kubeconfig-content.js';
 import { describeCredential } from '../kube/credential.js';
 import type { HostConfig } from './store/host-config.js';
+import { keyText } from '../api/object-key.js';
 
 export interface CredentialSummary {
   server: string;
@@ -76,7 +77,7 @@ export function summarize(host: HostConfig): MachineSummary {
   return {
     name: host.Name,
     namespace,
-    vm: `${namespace}/${name}`,
+    vm: keyText(namespace, name),
     clusterName: str(d['ClusterName']),
     ip,
     ipv6: str(d['IPv6Address']),

@@ -11,6 +11,7 @@ import { checkCredentialContent, readKubeconfigFile } from './kubeconfig-source.
 import type { ProgressDisplay } from './progress.js';
 import { driverConfigRaw } from './store/host-config.js';
 import type { StoredMachine } from './store/machine-store.js';
+import { keyText } from '../api/object-key.js';
 
 export interface FreshCredentialOptions {
   /** --kubeconfig <file> */
@@ -75,5 +76,5 @@ export async function openMachine(
 
 /** "default/m1": the VM behind a machine. */
 export function vmRefOf(driver: HarvesterDriver): string {
-  return `${driver.config.VMNamespace}/${driver.config.MachineName}`;
+  return keyText(driver.config.VMNamespace, driver.config.MachineName);
 }

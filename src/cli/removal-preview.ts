@@ -10,6 +10,7 @@ import {
 } from '../harvester/load-balancers.js';
 import type { ObjectMeta } from '../harvester/types.js';
 import type { PlannedItem, RemovalPlan } from '../harvester/removal-plan.js';
+import { keyText } from '../api/object-key.js';
 
 export interface PreviewItem {
   namespace: string;
@@ -163,11 +164,14 @@ export function removalPreview(input: {
 
 function section(title: string, kind: string, items: readonly PreviewItem[]): string[] {
   if (items.length === 0) return [];
-  return [title, ...items.flatMap((i) => [`  ${kind} ${i.namespace}/${i.name}`, `      why: ${i.reason}`])];
+  return [
+    title,
+    ...items.flatMap((i) => [`  ${kind} ${keyText(i.namespace, i.name)}`, `      why: ${i.reason}`]),
+  ];
 }
 
 export function renderRemovalPreview(preview: RemovalPreview, storeDir: string): string[] {
-  const vm = `${preview.vm.namespace}/${preview.vm.name}`;
+  const vm = keyText(preview.vm.namespace, preview.vm.name);
   const header = `Dry run: removing machine ${preview.machine} would`;
   if (!preview.vm.exists) {
     return [

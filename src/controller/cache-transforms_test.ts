@@ -194,7 +194,7 @@ describe('cache transforms', () => {
     assert.deepEqual(s.metadata.annotations, { [ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]: 'true' });
     assert.equal(slim(slimCluster, provisioningCluster(false)).metadata.annotations, undefined);
     assert.equal(cloudProviderClusterName(s), 'c1-lb');
-    // When the cluster was made (Rancher's clock): no host volume made before it is its own (ADR 0021).
+    // When the cluster was made (Rancher's clock): no host volume made before it is its own.
     const made = slim(slimCluster, {
       ...provisioningCluster(false),
       metadata: { ...provisioningCluster(false).metadata, creationTimestamp: '2026-11-01T08:00:00Z' },

@@ -19,6 +19,7 @@ import type {
   ProvisioningCluster,
   SecretObject,
 } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 export type { Cache } from '../kube/index.js';
 
@@ -36,7 +37,7 @@ export const BY_INFRASTRUCTURE = 'infrastructure';
 export const BY_CREDENTIAL = 'credential';
 
 export const clusterIndexKey = (namespace: string | undefined, cluster: string): string =>
-  `${namespace ?? ''}/${cluster}`;
+  keyText(namespace, cluster);
 
 export function rancherCaches(
   manager: Manager,

@@ -24,7 +24,7 @@ export interface ControllerConfig {
   namespaces: string[];
   credentialNamespace: string;
   /**
-   * Narrow the credential watch (docs/decisions/0005-cleanup-gate.md#what-the-controller-may-read):
+   * Narrow the credential watch to what the controller may read:
    * only Secrets that match are ever sent to the controller.
    */
   credentialLabelSelector?: string | undefined;
@@ -37,13 +37,13 @@ export interface ControllerConfig {
   /** A credential expiring within this window is reported. */
   expiringSoonMs: number;
   /**
-   * How guest clusters' host volumes are recorded (docs/decisions/0015-guest-cluster-volumes.md):
+   * How guest clusters' host volumes are recorded:
    * watch each guest's PVs while it lives and take a last inventory at deletion, only the last
    * inventory, or not at all (then only what was labelled otherwise goes with a deleted cluster).
    */
   guestVolumes: GuestVolumesMode;
   /**
-   * A guest cluster's budget (docs/decisions/0024-guest-budget.md): the most PersistentVolumes
+   * A guest cluster's budget: the most PersistentVolumes
    * of the Harvester CSI driver kept per guest; past it the guest is over budget and its
    * ownership is not recorded.
    */

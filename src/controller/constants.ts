@@ -8,7 +8,7 @@ export const HOOK_OWNER = 'harvester-machine-controller';
 
 /**
  * The label the chart's default --credential-label-selector selects Harvester cloud
- * credentials by (docs/decisions/0012-trust-boundaries.md): no label of Rancher's tells them
+ * credentials by: no label of Rancher's tells them
  * from other drivers' credentials.
  */
 export const CREDENTIAL_LABEL = 'harvester-machine.io/credential';

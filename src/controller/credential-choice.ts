@@ -7,6 +7,7 @@ import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
 import { LABEL_CAPI_DEPLOYMENT, LABEL_RKE_MACHINE_POOL } from '../rancher/labels.js';
 import { machineDeploymentName } from '../rancher/names.js';
 import type { HarvesterMachine, MachinePool, ProvisioningCluster } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 export interface SecretRef {
   namespace: string;
@@ -26,7 +27,7 @@ export function parseCredentialRef(
   return { namespace: defaultNamespace || CLOUD_CREDENTIAL_NAMESPACE, name: value.replace(/^:/, '') };
 }
 
-export const formatSecretRef = (r: SecretRef): string => `${r.namespace}/${r.name}`;
+export const formatSecretRef = (r: SecretRef): string => keyText(r.namespace, r.name);
 
 export interface PoolMatch {
   pool: MachinePool;

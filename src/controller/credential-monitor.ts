@@ -1,7 +1,7 @@
 // Credential health: each Harvester cloud credential's state (probe + recorded expiry),
 // Events on the credential and on everything that references it when it turns bad, and
 // per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
-import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, keyText, objectKey, type ObjectKey } from '../api/object-key.js';
 import type { ReconcileResult } from '../kube/index.js';
 import { KubeconfigError } from '../kube/kubeconfig-content.js';
 import { Resources } from '../kube/resources.js';
@@ -255,7 +255,7 @@ export class CredentialMonitor {
   private referencingClusters(secretKey: string): string[] {
     return this.referencesTo(secretKey)
       .filter((c) => c.references.some((r) => formatSecretRef(r.credential) === secretKey))
-      .map((c) => `${c.cluster.namespace}/${c.cluster.name}`);
+      .map((c) => keyText(c.cluster.namespace, c.cluster.name));
   }
 
   /** Every cluster with its references, of the HarvesterMachines only those on this credential. */

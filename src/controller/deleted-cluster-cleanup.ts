@@ -1,16 +1,3 @@
-// What a guest cluster deleted as a whole leaves on Harvester once its last VM is gone, cleaned
-// up by one mechanism for every kind of leftover (its load balancers: docs/decisions/0011; its
-// host volumes: docs/decisions/0015). Each kind says what to do in one VM namespace on one
-// Harvester (`cleanWith`); this class owns what they share:
-// - scope (deletion-scope.ts, the gate's): only a cluster being deleted is ever looked at, so a
-//   scale-down, a replacement or a Machine deleted by hand never touches anything; the opt-out
-//   `harvesterhci.io/skipHarvesterMachineProvisionCleanup` keeps everything (one Event);
-// - where: while the cluster is deleted, each HarvesterMachine's VM namespace and credential
-//   candidates (credential-choice.ts), kept in memory (cluster-targets.ts); the cleanup starts
-//   once no HarvesterMachine of the cluster is left and runs once per deletion;
-// - failures: retried with backoff (1 s … 60 s), a Warning each time (folded by the recorder),
-//   until the deadline after the cluster's deletionTimestamp, then abandoned with a Warning
-//   naming `harvester-machine leftovers --delete`.
 import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
 import type { KubeClient, ReconcileResult } from '../kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
@@ -77,6 +64,21 @@ export interface DeletedClusterCleanupDeps {
   now?: () => number;
 }
 
+/**
+ * What a guest cluster deleted as a whole leaves on Harvester once its last VM is gone, cleaned
+ * up by one mechanism for every kind of leftover (its load balancers, its
+ * host volumes). Each kind says what to do in one VM namespace on one
+ * Harvester (`cleanWith`); this class owns what they share:
+ * - scope (deletion-scope.ts, the gate's): only a cluster being deleted is ever looked at, so a
+ *   scale-down, a replacement or a Machine deleted by hand never touches anything; the opt-out
+ *   `harvesterhci.io/skipHarvesterMachineProvisionCleanup` keeps everything (one Event);
+ * - where: while the cluster is deleted, each HarvesterMachine's VM namespace and credential
+ *   candidates (credential-choice.ts), kept in memory (cluster-targets.ts); the cleanup starts
+ *   once no HarvesterMachine of the cluster is left and runs once per deletion;
+ * - failures: retried with backoff (1 s … 60 s), a Warning each time (folded by the recorder),
+ *   until the deadline after the cluster's deletionTimestamp, then abandoned with a Warning
+ *   naming `harvester-machine leftovers --delete`.
+ */
 export class DeletedClusterCleanup {
   readonly pending = new Map<string, DeletedCluster>();
   /** Clusters already reported as opted out (one Event each). */

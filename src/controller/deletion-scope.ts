@@ -5,6 +5,7 @@
 // Rancher marks deleted before it deletes the CAPI Cluster.
 import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../harvester/labels.js';
 import type { KubeObject } from '../kube/resources.js';
+import { keyTextOf } from '../api/object-key.js';
 
 export type DeletionScope =
   | { kind: 'not-deleting' }
@@ -26,8 +27,7 @@ export function parseGoBool(value: string | undefined): boolean | undefined {
 const isDeleting = (o: KubeObject | undefined): boolean => Boolean(o?.metadata.deletionTimestamp);
 const optedOut = (o: KubeObject | undefined): boolean =>
   parseGoBool(o?.metadata.annotations?.[ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]) === true;
-const describe = (kind: string, o: KubeObject): string =>
-  `${kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const describe = (kind: string, o: KubeObject): string => `${kind} ${keyTextOf(o)}`;
 
 export function classifyDeletion(input: {
   machine: KubeObject;

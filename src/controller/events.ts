@@ -11,6 +11,7 @@ import {
 } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
 import { redact } from '../log/redact.js';
+import { keyText, keyTextOf } from '../api/object-key.js';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -54,7 +55,7 @@ export class EventRecorder {
       text,
       {
         event: reason,
-        object: `${type.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name}`,
+        object: `${type.kind} ${keyTextOf(object)}`,
       },
     );
     this.pending.push(() => this.write(type, object, eventType, reason, text));
@@ -87,7 +88,7 @@ export class EventRecorder {
     text: string,
   ): Promise<void> {
     const namespace = object.metadata.namespace ?? 'default';
-    const key = `${object.metadata.uid ?? `${namespace}/${object.metadata.name}`}|${reason}|${text}`;
+    const key = `${object.metadata.uid ?? keyText(namespace, object.metadata.name)}|${reason}|${text}`;
     const stamp = this.now()
       .toISOString()
       .replace(/\.\d{3}Z$/, 'Z');

@@ -1,7 +1,7 @@
 // The gate: a Cluster API pre-terminate hook on each Harvester-backed Machine. Cluster API
 // does not delete the HarvesterMachine (and so Rancher does not run the driver's removal)
 // while the hook is there. These two pure functions say when to add it, when to do the
-// cleanup, and when to let go; docs/decisions/0005-cleanup-gate.md says why.
+// cleanup, and when to let go.
 import { formatDuration } from '../common/durations.js';
 import type { DeletionScope } from './deletion-scope.js';
 

@@ -1,22 +1,4 @@
-// One watch of PersistentVolumes per guest cluster, in the guest's own apiserver, reached
-// through its `<cluster>-kubeconfig` Secret as Cluster API reaches it
-// (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig). The Secret's content is
-// someone else's input (whoever may edit Secrets in the cluster's namespace): inline
-// credentials only (KubeconfigClients, ADR 0012), and the guest's answers are only ever
-// used as names (guest-volumes.ts).
-// Cost while idle: the watch itself, re-opened every 4-5 minutes (the Informer's timeout), so
-// 12-15 requests per guest cluster per hour, and nothing while nothing changes. No watch while
-// the guest cannot be reached: lists are retried with backoff (5 s doubling to 5 min), the
-// state reported (`unreachable`, with the error), and a rejected credential makes the Secret
-// be read again (Rancher rewrites it with a new token).
-// No request at all for a cluster whose Secret Rancher has not written: Rancher writes it in
-// the reconcile that sets the provisioning Cluster's `status.clientSecretName`
-// (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig), so until then the Secret is
-// not read, and that status change (an event of the cluster, which calls `ensure` again) is
-// what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
-// (with the backoff above): a fault, so the polls scale with faults, not with clusters.
-// Events and the status follow changes of state or of the error, not each retry.
-import { formatKey, type ObjectKey } from '../api/object-key.js';
+import { KeyMap, formatKey, keyText, sameKey, type ObjectKey } from '../api/object-key.js';
 import type { PersistentVolume } from '../api/core.js';
 import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
 import {
@@ -122,13 +104,13 @@ export interface GuestWatchesDeps {
 const DEFAULT_BACKOFF = { initialMs: 5_000, maxMs: 300_000 };
 
 /**
- * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed,
- * one is some 0.5 KiB, so about 1 MiB per guest at the bound; 2,000 Harvester volumes for one
- * guest cluster is far past what a Harvester cluster serves one guest (and the bound is a
- * flag), while a relist at the bound is 20 pages of GUEST_PAGE_SIZE.
+ * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed
+ * PVs are small, so a guest at the bound stays small beside the controller's heap; the bound is
+ * far past what a Harvester cluster serves one guest (and it is a flag), while a relist at the
+ * bound is a few dozen pages of GUEST_PAGE_SIZE.
  */
 export const DEFAULT_GUEST_MAX_VOLUMES = 2_000;
-/** PVs per list page from a guest: a page of real PVs is some 0.3 MiB, well below the answer cap. */
+/** PVs per list page from a guest: a page of real PVs is well below the answer cap. */
 export const GUEST_PAGE_SIZE = 100;
 /**
  * The most one answer or watch event from a guest's apiserver may hold, unpacked: a page of
@@ -226,7 +208,7 @@ export async function listGuestVolumes(
 /** What of a kept PV the record reads: a change elsewhere (its resourceVersion) is no news. */
 const recordedPart = (pv: PersistentVolume | undefined): string =>
   pv
-    ? `${pv.metadata.name}|${pv.spec.csi?.volumeHandle ?? ''}|${pv.spec.claimRef?.namespace ?? ''}/${pv.spec.claimRef?.name ?? ''}`
+    ? `${pv.metadata.name}|${pv.spec.csi?.volumeHandle ?? ''}|${keyText(pv.spec.claimRef?.namespace, pv.spec.claimRef?.name)}`
     : '';
 
 /** Over its budget: a bound of the cache, or an answer over the cap. */
@@ -234,8 +216,28 @@ export function isOverBudget(err: unknown): boolean {
   return err instanceof CacheBoundExceeded || isTooLarge(err);
 }
 
+/**
+ * One watch of PersistentVolumes per guest cluster, in the guest's own apiserver, reached
+ * through its `<cluster>-kubeconfig` Secret as Cluster API reaches it
+ * (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig). The Secret's content is
+ * someone else's input (whoever may edit Secrets in the cluster's namespace): inline
+ * credentials only (KubeconfigClients), and the guest's answers are only ever
+ * used as names (guest-volumes.ts).
+ * Cost while idle: the watch itself, re-opened at each of the Informer's timeouts, a few
+ * requests per guest cluster per hour, and nothing while nothing changes. No watch while
+ * the guest cannot be reached: lists are retried with backoff (DEFAULT_BACKOFF), the
+ * state reported (`unreachable`, with the error), and a rejected credential makes the Secret
+ * be read again (Rancher rewrites it with a new token).
+ * No request at all for a cluster whose Secret Rancher has not written: Rancher writes it in
+ * the reconcile that sets the provisioning Cluster's `status.clientSecretName`
+ * (docs/upstream/cluster-api.md#the-guest-clusters-kubeconfig), so until then the Secret is
+ * not read, and that status change (an event of the cluster, which calls `ensure` again) is
+ * what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
+ * (with the backoff above): a fault, so the polls scale with faults, not with clusters.
+ * Events and the status follow changes of state or of the error, not each retry.
+ */
 export class GuestWatches {
-  private readonly watches = new Map<string, GuestWatch>();
+  private readonly watches = new KeyMap<GuestWatch>();
 
   constructor(private readonly deps: GuestWatchesDeps) {}
 
@@ -265,8 +267,7 @@ export class GuestWatches {
    * Rancher says it has not written it (then nothing is sent).
    */
   ensure(cluster: ObjectKey, signal: KubeconfigSignal = 'unknown'): void {
-    const key = formatKey(cluster);
-    const known = this.watches.get(key);
+    const known = this.watches.get(cluster);
     if (known) {
       known.signal = signal;
       const missing = known.state === 'waiting' || known.state === 'no-kubeconfig';
@@ -287,18 +288,18 @@ export class GuestWatches {
       again: false,
       signal,
     };
-    this.watches.set(key, watch);
+    this.watches.set(cluster, watch);
     if (signal === 'not-yet') this.setState(watch, 'waiting', notWrittenYet(cluster));
     else void this.connect(watch);
   }
 
   has(cluster: ObjectKey): boolean {
-    return this.watches.has(formatKey(cluster));
+    return this.watches.has(cluster);
   }
 
   /** The cluster's Harvester volumes as last watched; undefined before the first list. */
   volumes(cluster: ObjectKey): GuestVolumeList | undefined {
-    const watch = this.watches.get(formatKey(cluster));
+    const watch = this.watches.get(cluster);
     // Over budget: what is cached is not all the guest has; nothing is recorded from it.
     if (!watch?.synced || !watch.informer || watch.state === 'over-budget') return undefined;
     return harvesterVolumes(watch.informer.list());
@@ -306,7 +307,7 @@ export class GuestWatches {
 
   /** A client for the guest (the watch's, else one made from the Secret now). */
   async client(cluster: ObjectKey): Promise<KubeClient> {
-    const watch = this.watches.get(formatKey(cluster));
+    const watch = this.watches.get(cluster);
     return watch?.client ?? this.makeClient(cluster);
   }
 
@@ -314,11 +315,11 @@ export class GuestWatches {
   namedByOthers(except: ObjectKey): Map<string, string[]> {
     const out = new Map<string, string[]>();
     for (const [key, watch] of this.watches) {
-      if (key === formatKey(except)) continue;
+      if (sameKey(key, except)) continue;
       for (const v of this.volumes(watch.key)?.volumes ?? [])
         out.set(v.hostPvc, [
           ...(out.get(v.hostPvc) ?? []),
-          `PersistentVolume ${v.pv} of guest cluster ${key}`,
+          `PersistentVolume ${v.pv} of guest cluster ${formatKey(key)}`,
         ]);
     }
     return out;
@@ -343,14 +344,13 @@ export class GuestWatches {
   }
 
   async stop(cluster: ObjectKey): Promise<void> {
-    const key = formatKey(cluster);
-    const watch = this.watches.get(key);
+    const watch = this.watches.get(cluster);
     if (!watch) return;
-    this.watches.delete(key);
+    this.watches.delete(cluster);
     watch.stopped = true;
     clearTimeout(watch.timer);
     await watch.informer?.stop();
-    this.deps.clients.forget(key);
+    this.deps.clients.forget(formatKey(cluster));
   }
 
   async stopAll(): Promise<void> {
@@ -468,7 +468,7 @@ export class GuestWatches {
 }
 
 function notWrittenYet(cluster: ObjectKey): string {
-  return `Rancher has not written Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} yet (the provisioning Cluster's status.clientSecretName is empty); it is read once Rancher names it`;
+  return `Rancher has not written Secret ${keyText(cluster.namespace, guestKubeconfigSecretName(cluster.name))} yet (the provisioning Cluster's status.clientSecretName is empty); it is read once Rancher names it`;
 }
 
 class NoKubeconfig extends Error {
@@ -478,8 +478,8 @@ class NoKubeconfig extends Error {
   ) {
     super(
       absent
-        ? `Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} does not exist (Rancher writes it once the guest cluster's apiserver is up)`
-        : `Secret ${cluster.namespace}/${guestKubeconfigSecretName(cluster.name)} has no key ${GUEST_KUBECONFIG_KEY}`,
+        ? `Secret ${keyText(cluster.namespace, guestKubeconfigSecretName(cluster.name))} does not exist (Rancher writes it once the guest cluster's apiserver is up)`
+        : `Secret ${keyText(cluster.namespace, guestKubeconfigSecretName(cluster.name))} has no key ${GUEST_KUBECONFIG_KEY}`,
     );
   }
 }

@@ -5,6 +5,7 @@
 // name, another cluster's included (docs/upstream/load-balancers.md#which-cluster-name).
 // Pure: the cleanup (load-balancer-cleanup.ts) asks before it lists anything on Harvester.
 import { isAmbiguousClusterName } from '../harvester/load-balancers.js';
+import { keyText } from '../api/object-key.js';
 
 export interface ClusterNaming {
   namespace: string;
@@ -45,7 +46,7 @@ export function lbOwnership(deleted: ClusterNaming, clusters: readonly ClusterNa
   const others = clusters
     .filter((c) => !(c.namespace === deleted.namespace && c.name === name))
     .filter((c) => c.lbClusterName === name)
-    .map((c) => `${c.namespace}/${c.name}`)
+    .map((c) => keyText(c.namespace, c.name))
     .sort();
   if (others.length > 0)
     return {

@@ -1,19 +1,8 @@
-// Leader election on a coordination.k8s.io/v1 Lease, the protocol of client-go's
-// leaderelection: every write is a PUT carrying the resourceVersion read just before, so
-// two replicas racing for the Lease cannot both win (the loser gets a Conflict). Another
-// holder's Lease is taken over only after it went unrenewed for leaseDuration as measured
-// on this replica's clock (never by comparing clocks across machines).
-//
-// The leader's side of that contract is the renew deadline: a leader that has not renewed
-// for renewDeadline stops leading, whatever its requests are doing, so that it has stopped
-// before any standby can take over (leaseDuration > renewDeadline). Hence its own client
-// (not queued behind the controller's requests), one attempt per request and no retries,
-// each request bounded by the time left to the deadline, and a timer that steps down at
-// the deadline even while a request is still in flight.
 import { isAlreadyExists, isConflict, KubeClient } from '../kube/index.js';
 import { LeaseLock, microTime } from '../kube/lease.js';
 import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import type { Logger } from '../log/logger.js';
+import { keyText } from '../api/object-key.js';
 
 export interface LeaderElectionOptions {
   namespace: string;
@@ -28,6 +17,20 @@ export interface LeaderElectionOptions {
   now?: () => number;
 }
 
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, the protocol of client-go's
+ * leaderelection: every write is a PUT carrying the resourceVersion read just before, so
+ * two replicas racing for the Lease cannot both win (the loser gets a Conflict). Another
+ * holder's Lease is taken over only after it went unrenewed for leaseDuration as measured
+ * on this replica's clock (never by comparing clocks across machines).
+ *
+ * The leader's side of that contract is the renew deadline: a leader that has not renewed
+ * for renewDeadline stops leading, whatever its requests are doing, so that it has stopped
+ * before any standby can take over (leaseDuration > renewDeadline). Hence its own client
+ * (not queued behind the controller's requests), one attempt per request and no retries,
+ * each request bounded by the time left to the deadline, and a timer that steps down at
+ * the deadline even while a request is still in flight.
+ */
 export class LeaderElector {
   private observed: { record: string; at: number } | undefined;
   private leading = false;
@@ -117,7 +120,7 @@ export class LeaderElector {
         if (!this.leading) {
           this.leading = true;
           this.options.logger.info('became leader', {
-            lease: `${this.options.namespace}/${this.options.name}`,
+            lease: keyText(this.options.namespace, this.options.name),
             identity: this.options.identity,
           });
           this.options.onStartedLeading();

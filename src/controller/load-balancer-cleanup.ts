@@ -1,14 +1,3 @@
-// The load balancers of a guest cluster deleted as a whole (docs/decisions/0011): once every
-// HarvesterMachine of the cluster is gone (Rancher's rm jobs removed the VMs) and no VM of
-// it is left on Harvester, the cluster's `workloadType: cluster` load balancers are deleted,
-// which releases the IP pool addresses they hold. Harvester v1.8.0 and later delete them
-// themselves; there this only deletes what Harvester left. The decision is
-// src/harvester/load-balancers.ts; this file does the I/O, the Events and the metrics.
-//
-// Scope, opt-out, credentials, retries and the deadline are deleted-cluster-cleanup.ts's, shared
-// with the volume cleanup. Where the VMs were (namespace, credential) is learned from the
-// HarvesterMachines while they exist and kept in memory: a controller restarted after they all
-// went cannot clean up, and says so.
 import {
   decideLoadBalancerCleanup,
   describeLoadBalancer,
@@ -76,6 +65,19 @@ export interface LoadBalancerCleanupDeps {
   now?: () => number;
 }
 
+/**
+ * The load balancers of a guest cluster deleted as a whole: once every
+ * HarvesterMachine of the cluster is gone (Rancher's rm jobs removed the VMs) and no VM of
+ * it is left on Harvester, the cluster's `workloadType: cluster` load balancers are deleted,
+ * which releases the IP pool addresses they hold. Harvester v1.8.0 and later delete them
+ * themselves; there this only deletes what Harvester left. The decision is
+ * src/harvester/load-balancers.ts; this file does the I/O, the Events and the metrics.
+ *
+ * Scope, opt-out, credentials, retries and the deadline are deleted-cluster-cleanup.ts's, shared
+ * with the volume cleanup. Where the VMs were (namespace, credential) is learned from the
+ * HarvesterMachines while they exist and kept in memory: a controller restarted after they all
+ * went cannot clean up, and says so.
+ */
 export class LoadBalancerCleanup {
   private readonly cleanup: DeletedClusterCleanup;
 

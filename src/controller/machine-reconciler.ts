@@ -1,6 +1,6 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { formatKey, keyOf, objectKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, keyOf, keyText, objectKey, type ObjectKey } from '../api/object-key.js';
 import {
   ignoreNotFound,
   isConflict,
@@ -170,7 +170,7 @@ export class MachineReconciler {
     const { caches } = this.deps;
     // The deadline is fixed before any Harvester I/O, and the attempt cannot outlast it nor
     // throw past it: whatever the credential holds and however Harvester behaves, the gate
-    // is released at the deadline (docs/decisions/0005-cleanup-gate.md). A successful cleanup
+    // is released at the deadline. A successful cleanup
     // whose release met a Conflict is reused, not done again.
     const deadline = gateDeadlineAt(machine.metadata.deletionTimestamp, this.deps.gateDeadlineMs, this.now());
     const previous = this.held.get(key);
@@ -378,7 +378,7 @@ export class MachineReconciler {
         // Released and already removed by Cluster API: nothing left to record on.
         if (isNotFound(err)) return;
         this.deps.logger.warn('cannot write the Machine condition', {
-          machine: `${at.namespace}/${at.name}`,
+          machine: keyText(at.namespace, at.name),
           error: err instanceof Error ? err.message : String(err),
         });
         return;

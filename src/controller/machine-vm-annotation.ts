@@ -6,6 +6,7 @@ import { HarvesterApi, type Vm } from '../harvester-access/harvester-api.js';
 import { isNotFound, type KubeClient } from '../kube/index.js';
 import type { CleanupOutcome } from './gate-decision.js';
 import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
+import { keyTextOf } from '../api/object-key.js';
 
 /**
  * Finds the machine's VM (plain name, Rancher's hashed name, then labels) and sets
@@ -48,7 +49,7 @@ export async function annotateMachineVm(
 }
 
 async function annotate(api: HarvesterApi, vm: Vm, how: string): Promise<CleanupOutcome> {
-  const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name}`;
+  const ref = keyTextOf(vm);
   const current = vm.metadata.annotations?.[ANNOTATION_REMOVE_ALL_PVCS];
   // As Rancher: an existing value is left alone, so a VM marked "false" by hand keeps its volumes.
   if (current !== undefined)

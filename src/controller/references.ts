@@ -1,6 +1,6 @@
 // Who references which cloud credential: clusters, their machine pools, and machines (the
 // credential a HarvesterMachine recorded is what Rancher's removal job will use).
-import { keyOf } from '../api/object-key.js';
+import { keyOf, keyText } from '../api/object-key.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
 import { parseCredentialRef, type SecretRef } from './credential-choice.js';
 import type { CredentialReference } from './credential-health.js';
@@ -23,7 +23,7 @@ export function collectReferences(
     const references: CredentialReference[] = [];
     if (clusterCredential)
       references.push({
-        referrer: `cluster ${cluster.namespace}/${cluster.name}`,
+        referrer: `cluster ${keyText(cluster.namespace, cluster.name)}`,
         cluster,
         credential: clusterCredential,
       });
@@ -31,21 +31,21 @@ export function collectReferences(
       const credential = parseCredentialRef(pool.cloudCredentialSecretName, cluster.namespace);
       if (credential)
         references.push({
-          referrer: `machine pool ${pool.name} of ${cluster.namespace}/${cluster.name}`,
+          referrer: `machine pool ${pool.name} of ${keyText(cluster.namespace, cluster.name)}`,
           cluster,
           credential,
           poolIndex,
         });
     });
-    byCluster.set(`${cluster.namespace}/${cluster.name}`, { cluster, clusterCredential, references });
+    byCluster.set(keyText(cluster.namespace, cluster.name), { cluster, clusterCredential, references });
   }
   for (const m of machines) {
     const namespace = m.metadata.namespace ?? '';
-    const entry = byCluster.get(`${namespace}/${m.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] ?? ''}`);
+    const entry = byCluster.get(keyText(namespace, m.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME]));
     const credential = parseCredentialRef(m.spec?.common?.cloudCredentialSecretName, namespace);
     if (!entry || !credential) continue;
     entry.references.push({
-      referrer: `HarvesterMachine ${namespace}/${m.metadata.name}`,
+      referrer: `HarvesterMachine ${keyText(namespace, m.metadata.name)}`,
       cluster: entry.cluster,
       credential,
     });

@@ -8,6 +8,7 @@ import { ConfigError, HelpRequested, parseConfig, parseDuration, USAGE } from '.
 import { EventRecorder } from './events.js';
 import { rancherKubeconfig } from './rancher-kubeconfig.js';
 import { HOLDER_PREFIX, removeHooks } from './remove-hooks.js';
+import { keyText } from '../api/object-key.js';
 
 export const REMOVE_HOOKS_COMMAND = 'remove-hooks';
 const DEFAULT_HOLD = '5m';
@@ -88,7 +89,7 @@ export async function removeHooksCommand(
     out.stdout.write(
       `removed ${result.removed.length} pre-terminate hook(s) ${config.hookName} in ${where}` +
         (deleting ? ` (${deleting} from Machines being deleted, released without cleanup)` : '') +
-        `; the Lease ${config.leaderElection.namespace}/${config.leaderElection.name} is held for ${Math.round(holdMs / 1000)} s\n`,
+        `; the Lease ${keyText(config.leaderElection.namespace, config.leaderElection.name)} is held for ${Math.round(holdMs / 1000)} s\n`,
     );
     return 0;
   } catch (err) {

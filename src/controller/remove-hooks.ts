@@ -4,7 +4,7 @@
 // First it takes the controller's Lease (lease-hold.ts) so that no replica adds a hook back,
 // waits until the replica it took the Lease from has stopped acting, then removes the hooks
 // until a pass finds none left.
-import { keyOf } from '../api/object-key.js';
+import { keyOf, keyText, keyTextOf } from '../api/object-key.js';
 import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
 import { Resources } from '../kube/resources.js';
 import type { Logger } from '../log/logger.js';
@@ -59,7 +59,7 @@ export async function removeHooks(opts: RemoveHooksOptions): Promise<RemoveHooks
   if (mustWaitForPreviousHolder(hold.previousHolder)) {
     const waitMs = hold.previousHolderMayActMs + SETTLE_MS;
     logger.info('took the Lease from the leader; waiting until it has stopped', {
-      lease: `${opts.lease.namespace}/${opts.lease.name}`,
+      lease: keyText(opts.lease.namespace, opts.lease.name),
       previousHolder: hold.previousHolder,
       waitMs,
     });
@@ -115,7 +115,7 @@ function record(
   machine: CapiMachine,
   key: string,
 ): void {
-  const name = `${machine.metadata.namespace ?? ''}/${machine.metadata.name}`;
+  const name = keyTextOf(machine);
   result.removed.push(name);
   const deleting = Boolean(machine.metadata.deletionTimestamp);
   if (deleting) result.releasedWhileDeleting.push(name);

@@ -12,6 +12,7 @@ import type { MismatchReport } from './credential-health.js';
 import type { HeldGate } from './machine-reconciler.js';
 import type { GuestWatchStatus } from './guest-watches.js';
 import type { Inventory } from './volume-ownership.js';
+import { keyText } from '../api/object-key.js';
 
 export interface StatusSummary {
   schemaVersion: 1;
@@ -115,7 +116,7 @@ export function buildSummary(input: {
       .sort((a, b) => a.secret.localeCompare(b.secret)),
     gatesHeld: [...input.held].sort((a, b) => a.machine.localeCompare(b.machine)),
     mismatches: [...input.mismatches].map((m) => ({
-      cluster: `${m.cluster.namespace}/${m.cluster.name}`,
+      cluster: keyText(m.cluster.namespace, m.cluster.name),
       referrer: m.referrer,
       expired: `${m.expired.namespace}:${m.expired.name}`,
       valid: `${m.valid.namespace}:${m.valid.name}`,

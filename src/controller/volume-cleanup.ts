@@ -1,5 +1,5 @@
-// The host volumes of a guest cluster deleted as a whole, deleted once its last VM is gone
-// (docs/decisions/0015-guest-cluster-volumes.md), as its load balancers are: the same scope,
+// The host volumes of a guest cluster deleted as a whole, deleted once its last VM is gone,
+// as its load balancers are: the same scope,
 // opt-out, credentials, retries and deadline (deleted-cluster-cleanup.ts). The VMs' removals
 // delete what they can (boot disks, hot-plugged volumes, and with a driver from v1.0.5 the
 // labelled volumes no other VM uses); this deletes what they left: what an older driver does
@@ -24,6 +24,7 @@ import type { EventRecorder } from './events.js';
 import type { HarvesterClients } from '../harvester-access/clients.js';
 import { HarvesterApi } from '../harvester-access/harvester-api.js';
 import type { VolumeOwnership } from './volume-ownership.js';
+import { keyText } from '../api/object-key.js';
 
 export const VolumeReasons = {
   deleted: 'HarvesterVolumesDeleted',
@@ -128,7 +129,9 @@ export class VolumeCleanup {
       liveClaims: this.deps.ownership.namedByLiveClusters(key),
     });
     const kept = (items: Array<{ name: string; reason: string }>): string =>
-      items.length ? `; kept: ${items.map((k) => `${namespace}/${k.name} (${k.reason})`).join(', ')}` : '';
+      items.length
+        ? `; kept: ${items.map((k) => `${keyText(namespace, k.name)} (${k.reason})`).join(', ')}`
+        : '';
     switch (decision.action) {
       case 'wait':
         return { kind: 'wait', reason: decision.reason };
@@ -146,7 +149,7 @@ export class VolumeCleanup {
         for (const v of decision.volumes) {
           try {
             const gone = await harvester.deletePvc(namespace, v.name, v.uid);
-            if (gone) deleted.push(`${namespace}/${v.name}`);
+            if (gone) deleted.push(keyText(namespace, v.name));
           } catch (err) {
             // Replaced by a new PVC of that name since it was listed: not the one decided on.
             if (!isConflict(err)) throw err;

@@ -1,19 +1,4 @@
-// Recording on Harvester which host volumes are a guest cluster's, while it lives, so that
-// deleting it removes them all, attached or not (docs/decisions/0015-guest-cluster-volumes.md):
-// for each guest cluster on Harvester in the controller's scope, its PVs of the Harvester CSI
-// driver (one watch per cluster, guest-watches.ts) name their host PVCs; each one is labelled
-// `guestcluster.harvesterhci.io/name=<cluster>` (the label the driver's whole-cluster removal
-// selects on, so the Go driver's removal finds them too), with the cluster's own credential
-// (cluster-targets.ts, as the gate and the load balancer cleanup choose it), only when Harvester
-// corroborates the guest's claim (docs/decisions/0021-guest-volume-ownership-evidence.md: the
-// CSI driver's shape, made after the cluster, no other claimant ever); every claimant is listed
-// on the PVC, and a volume claimed but not corroborated, or contested, is left unlabelled (a
-// label we wrote is taken back) with an Event: nothing deletes it automatically. When the cluster's deletion starts (its
-// first pre-terminate hook), a last inventory is read from the guest while it may still
-// answer, recorded the same way, kept for the status and an Event, and the watch stopped.
-// Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
-// nothing changes; a PVC seen once is not asked about again.
-import { formatKey, type ObjectKey } from '../api/object-key.js';
+import { KeyMap, formatKey, keyText, type ObjectKey } from '../api/object-key.js';
 import {
   decideOwnership,
   type GuestVolume,
@@ -143,16 +128,33 @@ export interface VolumeOwnershipDeps {
 
 const MAX_RETRY_MS = 300_000;
 
+/**
+ * Recording on Harvester which host volumes are a guest cluster's, while it lives, so that
+ * deleting it removes them all, attached or not:
+ * for each guest cluster on Harvester in the controller's scope, its PVs of the Harvester CSI
+ * driver (one watch per cluster, guest-watches.ts) name their host PVCs; each one is labelled
+ * `guestcluster.harvesterhci.io/name=<cluster>` (the label the driver's whole-cluster removal
+ * selects on, so the Go driver's removal finds them too), with the cluster's own credential
+ * (cluster-targets.ts, as the gate and the load balancer cleanup choose it), only when Harvester
+ * corroborates the guest's claim (the
+ * CSI driver's shape, made after the cluster, no other claimant ever); every claimant is listed
+ * on the PVC, and a volume claimed but not corroborated, or contested, is left unlabelled (a
+ * label we wrote is taken back) with an Event: nothing deletes it automatically. When the cluster's deletion starts (its
+ * first pre-terminate hook), a last inventory is read from the guest while it may still
+ * answer, recorded the same way, kept for the status and an Event, and the watch stopped.
+ * Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
+ * nothing changes; a PVC seen once is not asked about again.
+ */
 export class VolumeOwnership {
-  readonly inventories = new Map<string, Inventory>();
-  private readonly pendingInventories = new Map<string, Promise<Inventory>>();
+  readonly inventories = new KeyMap<Inventory>();
+  private readonly pendingInventories = new KeyMap<Promise<Inventory>>();
   /** Per cluster: host volumes asked about already, and what was found. */
-  private readonly known = new Map<string, Map<string, string>>();
-  private readonly attempts = new Map<string, number>();
+  private readonly known = new KeyMap<Map<string, string>>();
+  private readonly attempts = new KeyMap<number>();
   /** PVCs whose contest or missing evidence was already reported (one Event each). */
   private readonly reported = new Set<string>();
   /** Per cluster: when it was made (its Rancher objects' earliest creationTimestamp). */
-  private readonly created = new Map<string, string>();
+  private readonly created = new KeyMap<string>();
 
   constructor(private readonly deps: VolumeOwnershipDeps) {}
 
@@ -211,19 +213,17 @@ export class VolumeOwnership {
 
   /** When the cluster was made, as Rancher's apiserver wrote it (kept once seen). */
   private clusterCreated(cluster: ObjectKey): string | undefined {
-    const key = formatKey(cluster);
     const times = [
       this.deps.caches.capiClusters.get(cluster)?.metadata.creationTimestamp,
       this.deps.caches.provisioningClusters.get(cluster)?.metadata.creationTimestamp,
-      this.created.get(key),
+      this.created.get(cluster),
     ].filter((t): t is string => typeof t === 'string' && !Number.isNaN(Date.parse(t)));
     const earliest = times.sort((a, b) => Date.parse(a) - Date.parse(b))[0];
-    if (earliest !== undefined) this.created.set(key, earliest);
+    if (earliest !== undefined) this.created.set(cluster, earliest);
     return earliest;
   }
 
   async reconcile(cluster: ObjectKey): Promise<ReconcileResult> {
-    const key = formatKey(cluster);
     const { caches, watches } = this.deps;
     const capi = caches.capiClusters.get(cluster);
     const prov = caches.provisioningClusters.get(cluster);
@@ -233,11 +233,11 @@ export class VolumeOwnership {
       // Gone, or no machine on Harvester (yet, or any more).
       await watches.stop(cluster);
       this.publishWatches();
-      if (!capi && !prov) this.forget(key);
+      if (!capi && !prov) this.forget(cluster);
       return;
     }
     const deleting = Boolean(capi?.metadata.deletionTimestamp || prov?.metadata.deletionTimestamp);
-    if (this.deps.mode !== 'watch' || (deleting && this.inventories.has(key))) {
+    if (this.deps.mode !== 'watch' || (deleting && this.inventories.has(cluster))) {
       if (watches.has(cluster)) {
         await watches.stop(cluster);
         this.publishWatches();
@@ -249,26 +249,26 @@ export class VolumeOwnership {
     if (!list) return; // the watch's first list brings us back
     const result = await this.recordAll(cluster, targets, list, 'watch', false);
     if (result.failures.length === 0) {
-      this.attempts.delete(key);
+      this.attempts.delete(cluster);
       return;
     }
-    const attempt = (this.attempts.get(key) ?? 0) + 1;
-    this.attempts.set(key, attempt);
+    const attempt = (this.attempts.get(cluster) ?? 0) + 1;
+    this.attempts.set(cluster, attempt);
     this.record(
       cluster,
       'Warning',
       OwnershipReasons.failed,
-      `cannot record the host volumes of guest cluster ${key}: ${result.failures.join('; ')}; retrying`,
+      `cannot record the host volumes of guest cluster ${formatKey(cluster)}: ${result.failures.join('; ')}; retrying`,
     );
     return { requeueAfterMs: Math.min(MAX_RETRY_MS, 1_000 * 2 ** Math.min(attempt - 1, 12)) };
   }
 
-  private forget(key: string): void {
-    this.known.delete(key);
-    this.attempts.delete(key);
-    this.inventories.delete(key);
-    this.pendingInventories.delete(key);
-    this.created.delete(key);
+  private forget(cluster: ObjectKey): void {
+    this.known.delete(cluster);
+    this.attempts.delete(cluster);
+    this.inventories.delete(cluster);
+    this.pendingInventories.delete(cluster);
+    this.created.delete(cluster);
   }
 
   /**
@@ -277,13 +277,11 @@ export class VolumeOwnership {
    * never throws; resolves within `timeoutMs` (what is still being written then goes on).
    */
   finalInventory(cluster: ObjectKey, timeoutMs: number): Promise<Inventory | undefined> {
-    if (this.deps.mode === 'off' || timeoutMs <= 0)
-      return Promise.resolve(this.inventories.get(formatKey(cluster)));
-    const key = formatKey(cluster);
-    let pending = this.pendingInventories.get(key);
+    if (this.deps.mode === 'off' || timeoutMs <= 0) return Promise.resolve(this.inventories.get(cluster));
+    let pending = this.pendingInventories.get(cluster);
     if (!pending) {
       pending = this.takeInventory(cluster, timeoutMs);
-      this.pendingInventories.set(key, pending);
+      this.pendingInventories.set(cluster, pending);
     }
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>(
@@ -328,10 +326,11 @@ export class VolumeOwnership {
       volumes: result.recorded,
       failures: result.failures,
     };
-    this.inventories.set(key, inventory);
+    this.inventories.set(cluster, inventory);
     // The Event says what stays and that it is ownership; the status says why in full.
     const names = inventory.volumes.map(
-      (v) => `${v.namespace}/${v.name} (${v.outcome.replace(/^(kept, ownership [a-z ]+?): .*$/, '$1')})`,
+      (v) =>
+        `${keyText(v.namespace, v.name)} (${v.outcome.replace(/^(kept, ownership [a-z ]+?): .*$/, '$1')})`,
     );
     this.record(
       cluster,
@@ -347,7 +346,7 @@ export class VolumeOwnership {
    * `client` (the volume cleanup's, before it decides).
    */
   async recordInventoried(cluster: ObjectKey, namespace: string, client: KubeClient): Promise<void> {
-    const inventory = this.inventories.get(formatKey(cluster));
+    const inventory = this.inventories.get(cluster);
     if (!inventory?.failures.length) return;
     const pvcs = await new HarvesterApi(client).listPvcs(namespace);
     // A volume that failed has no namespace yet (no target answered): try it in this one.
@@ -376,8 +375,8 @@ export class VolumeOwnership {
     timeoutMs = 60_000,
   ): Promise<RecordResult> {
     const key = formatKey(cluster);
-    const known = this.known.get(key) ?? new Map<string, string>();
-    this.known.set(key, known);
+    const known = this.known.get(cluster) ?? new Map<string, string>();
+    this.known.set(cluster, known);
     const todo = list.volumes.filter((v) => again || !known.has(v.hostPvc));
     const result: RecordResult = { recorded: [], failures: [] };
     if (todo.length === 0) return result;
@@ -397,7 +396,7 @@ export class VolumeOwnership {
       // Asked once: a PV whose PVC is not there (released, or another namespace) is asked again at the last inventory.
       known.set(volume.hostPvc, outcome.kind);
       if (outcome.kind === 'labelled')
-        labelled.push(`${outcome.namespace}/${volume.hostPvc} (${describeVolume(volume)})`);
+        labelled.push(`${keyText(outcome.namespace, volume.hostPvc)} (${describeVolume(volume)})`);
       result.recorded.push({ ...this.inventoried(volume, outcome.namespace), outcome: outcome.text });
     }
     for (const v of list.refused) result.failures.push(`PersistentVolume ${v.pv}: ${v.reason}`);
@@ -524,7 +523,7 @@ export class VolumeOwnership {
     reason: string,
   ): void {
     if (outcome === 'corroborated') return;
-    const id = `${namespace}/${volume.hostPvc}`;
+    const id = keyText(namespace, volume.hostPvc);
     if (this.reported.has(`${outcome} ${id}`)) return;
     this.reported.add(`${outcome} ${id}`);
     const contested = outcome === 'contested';

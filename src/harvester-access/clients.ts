@@ -12,6 +12,7 @@ import { credentialKubeconfig } from '../rancher/cloud-credential.js';
 
 /** What a probe of a credential found: accepted, refused, or no answer. */
 export type CredentialProbe = 'ok' | 'rejected' | 'unreachable';
+import { keyTextOf } from '../api/object-key.js';
 
 interface CredentialVersion {
   version: string;
@@ -29,7 +30,7 @@ export interface KubeconfigClientOptions {
 }
 
 /**
- * Clients for kubeconfig content someone else wrote (inline credentials only, ADR 0012), one
+ * Clients for kubeconfig content someone else wrote (inline credentials only), one
  * per object and version: a rewritten object gets a new client, and the old one's secrets are
  * released. Cloud credentials (HarvesterClients) and guest clusters' kubeconfigs use it.
  */
@@ -96,7 +97,7 @@ export class HarvesterClients extends KubeconfigClients {
    * kubeconfig. Throws KubeconfigError when the kubeconfig cannot be used.
    */
   forSecret(secret: Secret): KubeClient | undefined {
-    const key = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
+    const key = keyTextOf(secret);
     return this.forContent(key, secret.metadata.resourceVersion ?? '', credentialKubeconfig(secret));
   }
 }

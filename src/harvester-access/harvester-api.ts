@@ -25,6 +25,7 @@ import type { DeleteAnswer, ListRead } from '../harvester/removal-scope.js';
 import type { ConfigMapObject } from '../harvester/fixed-addresses/address-claims.js';
 import type { VmDhcpIpPool, VmNetworkConfig } from '../harvester/fixed-addresses/vm-dhcp.js';
 import { CredentialRejectedError, credentialRejected, type CredentialSource } from './credential-error.js';
+import { keyText } from '../api/object-key.js';
 
 /** Harvester's vm-dhcp-controller add-on (docs/upstream/vm-dhcp-controller.md#resources). */
 export const VmDhcpResources = {
@@ -59,7 +60,7 @@ export type Vm = VirtualMachine & KubeObject;
 export type Vmi = VirtualMachineInstance & KubeObject;
 export type Pvc = PersistentVolumeClaim & KubeObject;
 
-const ref = (m: { namespace?: string; name?: string }): string => `${m.namespace ?? ''}/${m.name ?? ''}`;
+const ref = (m: { namespace?: string; name?: string }): string => keyText(m.namespace, m.name);
 
 export class HarvesterApi {
   /**
@@ -168,7 +169,7 @@ export class HarvesterApi {
       annotations?: Record<string, string | null>;
     },
   ): Promise<Pvc> {
-    return this.write(`labelled PVC ${namespace}/${name}`, () =>
+    return this.write(`labelled PVC ${keyText(namespace, name)}`, () =>
       this.client.patch<Pvc>(Resources.pvc, { namespace, name }, { metadata }),
     );
   }
@@ -211,7 +212,7 @@ export class HarvesterApi {
   /** Deletes only the load balancer listed (uid precondition when given); false when already gone. */
   deleteLoadBalancer(namespace: string, name: string, uid?: string): Promise<boolean> {
     return this.write(
-      `deleted load balancer ${namespace}/${name}`,
+      `deleted load balancer ${keyText(namespace, name)}`,
       () =>
         this.client.delete(
           Resources.loadBalancer,
@@ -322,7 +323,7 @@ export class HarvesterApi {
   }): Promise<boolean> {
     const { namespace, name, uid, resourceVersion } = cm;
     return this.write(
-      `deleted ConfigMap ${namespace}/${name}`,
+      `deleted ConfigMap ${keyText(namespace, name)}`,
       () =>
         this.client.delete(
           Resources.configMap,
@@ -405,7 +406,7 @@ export class HarvesterApi {
 
   deletePvc(namespace: string, name: string, uid?: string): Promise<boolean> {
     return this.write(
-      `deleted PVC ${namespace}/${name}`,
+      `deleted PVC ${keyText(namespace, name)}`,
       () => this.client.delete(Resources.pvc, { namespace, name }, uid ? { preconditions: { uid } } : {}),
       (deleted) => deleted,
     );
@@ -449,7 +450,7 @@ export class HarvesterApi {
       namespaced: true,
     };
     const at = { namespace, name, subresource: action };
-    return this.write(`asked KubeVirt to ${action} VM ${namespace}/${name}`, () =>
+    return this.write(`asked KubeVirt to ${action} VM ${keyText(namespace, name)}`, () =>
       this.client.call({
         method: 'PUT',
         path: resourcePath(type, at),

@@ -1,25 +1,8 @@
-// The host volumes of a guest cluster deleted as a whole that go once its last VM is gone
-// (docs/decisions/0015-guest-cluster-volumes.md): the PVCs of the VMs' namespace recorded
-// for the cluster (labelled `guestcluster.harvesterhci.io/name=<cluster>`, by the CSI driver
-// of harvester-csi-driver#65 or by the cleanup controller from the guest's own PVs). The VMs'
-// removals already deleted what they could (boot disks, hot-plugged volumes, labelled volumes
-// no other VM used); this deletes what is left, with rules no input can override:
-// - nothing while any VM of the cluster is left in the namespace (also one being deleted);
-// - never a PVC of another namespace, nor one not recorded for this cluster (another
-//   cluster's label, or none);
-// - never a PVC still used by any VM (volumes, volume claim templates), VM instance (volumes,
-//   volume status) or pod, of any guest cluster or none;
-// - never a PVC that a PersistentVolume of a live guest cluster names (recorded for a live
-//   cluster, whatever its label says);
-// - never a PVC whose ownership Harvester does not show as this cluster's alone: more than one
-//   guest cluster ever named it, or its claim was not corroborated, or an earlier controller
-//   recorded it on the guest's word alone (guest-volumes.ts ownershipBar, ADR 0021);
-// - never one already being deleted (it goes anyway).
-// Pure: the controller lists and deletes (src/controller/volume-cleanup.ts).
 import { ownershipBar } from './guest-volumes.js';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { usageIndex, type HostPvc, type PodLike } from './orphaned-volumes.js';
 import type { VirtualMachine, VirtualMachineInstance } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 export interface VolumeCleanupInput {
   cluster: string;
@@ -44,6 +27,25 @@ export type VolumeCleanupDecision =
   | { action: 'refuse'; reason: string }
   | { action: 'delete'; volumes: VolumeItem[]; kept: VolumeItem[] };
 
+/**
+ * The host volumes of a guest cluster deleted as a whole that go once its last VM is gone:
+ * the PVCs of the VMs' namespace recorded for the cluster (labelled `guestcluster.harvesterhci.io/name=<cluster>`, by the CSI driver
+ * of harvester-csi-driver#65 or by the cleanup controller from the guest's own PVs). The VMs'
+ * removals already deleted what they could (boot disks, hot-plugged volumes, labelled volumes
+ * no other VM used); this deletes what is left, with rules no input can override:
+ * - nothing while any VM of the cluster is left in the namespace (also one being deleted);
+ * - never a PVC of another namespace, nor one not recorded for this cluster (another
+ *   cluster's label, or none);
+ * - never a PVC still used by any VM (volumes, volume claim templates), VM instance (volumes,
+ *   volume status) or pod, of any guest cluster or none;
+ * - never a PVC that a PersistentVolume of a live guest cluster names (recorded for a live
+ *   cluster, whatever its label says);
+ * - never a PVC whose ownership Harvester does not show as this cluster's alone: more than one
+ *   guest cluster ever named it, or its claim was not corroborated, or an earlier controller
+ *   recorded it on the guest's word alone (guest-volumes.ts ownershipBar);
+ * - never one already being deleted (it goes anyway).
+ * Pure: the controller lists and deletes (src/controller/volume-cleanup.ts).
+ */
 export function decideVolumeCleanup(input: VolumeCleanupInput): VolumeCleanupDecision {
   const { cluster, namespace } = input;
   if (cluster === '') return { action: 'refuse', reason: 'a guest cluster without a name owns no volumes' };
@@ -89,7 +91,7 @@ export function decideVolumeCleanup(input: VolumeCleanupInput): VolumeCleanupDec
       continue;
     }
     if (volumes.some((v) => v.name === name)) continue;
-    const users = usage.get(`${namespace}/${name}`);
+    const users = usage.get(keyText(namespace, name));
     if (users?.length) {
       kept.push(item(`still used by ${users.join('; ')}`));
       continue;

@@ -1,4 +1,4 @@
-// Ownership from a hostile guest (ADR 0021) over random worlds: Harvester's namespace holds guest
+// Ownership from a hostile guest over random worlds: Harvester's namespace holds guest
 // cluster A's CSI volumes, guest cluster B's (B made before or after A), and Harvester users'
 // standalone volumes, some bound statically in B. B's admin is honest; A's answers anything: PVs
 // naming B's volumes or standalone ones (with a PV named as the volume, to pass for a provisioned

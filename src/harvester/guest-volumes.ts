@@ -1,20 +1,7 @@
-// Which host volumes a guest cluster owns. The guest says which: each of its PersistentVolumes
-// of the Harvester CSI driver names, in `spec.csi.volumeHandle`, a host PVC in the cluster's VM
-// namespace (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes). But the guest's
-// apiserver is written by the guest's admins (tenants): what it says is a claim, not a proof
-// (docs/decisions/0021-guest-volume-ownership-evidence.md). A claim is corroborated only by what
-// Harvester itself shows of the host PVC: the shape the CSI driver gives a volume it provisions
-// (named `pvc-<guest claim UID>`, as the guest's PV is; ReadWriteMany; no owner, no image, no
-// source but a guest snapshot), made after the guest cluster existed, and named by no other
-// cluster, ever. Every cluster that ever named a host PVC is listed on it
-// (`harvester-machine.io/guest-claimants`), so two claimants are seen across restarts.
-// Only a corroborated volume gets the label the driver's whole-cluster removal selects on
-// (`guestcluster.harvesterhci.io/name=<ClusterName>`, removal-plan.ts; the Go driver's too);
-// one claimed but not corroborated, or contested, is never deleted automatically: the
-// controller's cleanup, the removal plan and `leftovers` keep it and say why (ownershipBar).
 // Pure: the controller reads and writes.
 import { ANNOTATION_IMAGE_ID, LABEL_GUEST_CLUSTER_NAME, isValidLabelValue } from './labels.js';
 import type { PersistentVolumeClaim } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 /** The Harvester CSI driver's name (its --drivername, the guest StorageClass's provisioner). */
 export const HARVESTER_CSI_DRIVER = 'driver.harvesterhci.io';
@@ -92,7 +79,7 @@ function claimOf(claimRef: unknown): string | undefined {
   const ns = ref['namespace'];
   const name = ref['name'];
   return typeof ns === 'string' && typeof name === 'string' && isObjectName(ns) && isObjectName(name)
-    ? `${ns}/${name}`
+    ? keyText(ns, name)
     : undefined;
 }
 
@@ -184,6 +171,16 @@ export interface OwnershipInput {
  * Why Harvester does not corroborate that the guest's PV names a volume the CSI driver
  * provisioned for this cluster; undefined when it does. Only the volume's name and the guest
  * PV's name come from the guest; each must match what Harvester shows.
+ *
+ * Which host volumes a guest cluster owns. The guest says which: each of its PersistentVolumes
+ * of the Harvester CSI driver names, in `spec.csi.volumeHandle`, a host PVC in the cluster's VM
+ * namespace (docs/upstream/harvester-kubevirt.md#guest-cluster-volumes). But the guest's
+ * apiserver is written by the guest's admins (tenants): what it says is a claim, not a proof.
+ * A claim is corroborated only by what Harvester itself shows of the host PVC: the shape the CSI driver gives a volume it provisions
+ * (named `pvc-<guest claim UID>`, as the guest's PV is; ReadWriteMany; no owner, no image, no
+ * source but a guest snapshot), made after the guest cluster existed, and named by no other
+ * cluster, ever. Every cluster that ever named a host PVC is listed on it
+ * (`harvester-machine.io/guest-claimants`), so two claimants are seen across restarts.
  */
 export function corroborationProblem(
   volume: GuestVolume,
@@ -321,6 +318,11 @@ const EVIDENCE_SHOWN = /^(corroborated|not corroborated|contested): [\x20-\x7e]{
  * when nothing bars it. `cluster`: the cluster it would be deleted with, when there is one.
  * Barred: two claimants ever (or a claimant list we cannot read), a claim the controller did
  * not corroborate, and a record an earlier controller made on the guest's word alone.
+ *
+ * Only a corroborated volume gets the label the driver's whole-cluster removal selects on
+ * (`guestcluster.harvesterhci.io/name=<ClusterName>`, removal-plan.ts; the Go driver's too);
+ * one claimed but not corroborated, or contested, is never deleted automatically: the
+ * controller's cleanup, the removal plan and `leftovers` keep it and say why.
  */
 export function ownershipBar(
   pvc: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } },

@@ -60,5 +60,8 @@ describe('names from the machine name', () => {
       namespace: 'harvester-public',
       name: 'image-1',
     });
+    // An empty namespace is the default one, and only the first "/" splits.
+    assert.deepEqual(namespacedName('/image-1', 'default'), { namespace: 'default', name: 'image-1' });
+    assert.deepEqual(namespacedName('ns/a/b', 'default'), { namespace: 'ns', name: 'a/b' });
   });
 });

@@ -2,17 +2,9 @@
 // with them when the whole cluster is deleted (docs/upstream/load-balancers.md). Pure: the
 // cleanup controller, the CLI's `leftovers` and the removal preview list the objects and
 // act on what these functions decide.
-//
-// Rules, the same everywhere:
-// - A guest cluster's load balancers are the `workloadType: cluster` ones in the VMs'
-//   namespace labelled `cloudprovider.harvesterhci.io/cluster: <cluster>` (Harvester's own
-//   cleanup selects exactly these). Harvester's VM load balancers (`vm`) are never touched.
-// - Nothing is deleted while any VM of the cluster is left in that namespace, being deleted
-//   or not: its cloud provider may still be running and would make them again.
-// - A cluster name that the cloud provider falls back to (`kubernetes`, or empty) names no
-//   cluster in particular: such load balancers are never deleted for a cluster.
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import type { ObjectMeta } from './types.js';
+import { keyText, keyTextOf } from '../api/object-key.js';
 
 // ---- names (cloud-provider-harvester pkg/utils/consts.go, load-balancer-harvester pkg/utils/const.go) ----
 export const LB_LABEL_CLUSTER = 'cloudprovider.harvesterhci.io/cluster';
@@ -98,7 +90,7 @@ export function guestClusterLoadBalancers<T extends LoadBalancer>(
 export function serviceOf(lb: LoadBalancer): string | undefined {
   const ns = lb.metadata.labels?.[LB_LABEL_SERVICE_NAMESPACE];
   const name = lb.metadata.labels?.[LB_LABEL_SERVICE_NAME];
-  return ns && name ? `${ns}/${name}` : undefined;
+  return ns && name ? keyText(ns, name) : undefined;
 }
 
 /** "10.0.0.10 from pool sandbox-pool", "DHCP", or undefined before an address is allocated. */
@@ -111,7 +103,7 @@ export function addressOf(lb: LoadBalancer): string | undefined {
 
 /** One line about a load balancer: its Service and the address it holds. */
 export function describeLoadBalancer(lb: LoadBalancer): string {
-  const parts = [`${lb.metadata.namespace ?? ''}/${lb.metadata.name}`];
+  const parts = [keyTextOf(lb)];
   const service = serviceOf(lb);
   if (service) parts.push(`for Service ${service}`);
   const address = addressOf(lb);
@@ -184,6 +176,15 @@ export type LbCleanupDecision =
  * After the whole guest cluster was deleted in Rancher: what to do with its load balancers
  * in `namespace`, given every VM and load balancer listed there now and the Harvester
  * version. Load balancers already being deleted are left to finish.
+ *
+ * Rules, the same everywhere:
+ * - A guest cluster's load balancers are the `workloadType: cluster` ones in the VMs'
+ *   namespace labelled `cloudprovider.harvesterhci.io/cluster: <cluster>` (Harvester's own
+ *   cleanup selects exactly these). Harvester's VM load balancers (`vm`) are never touched.
+ * - Nothing is deleted while any VM of the cluster is left in that namespace, being deleted
+ *   or not: its cloud provider may still be running and would make them again.
+ * - A cluster name that the cloud provider falls back to (`kubernetes`, or empty) names no
+ *   cluster in particular: such load balancers are never deleted for a cluster.
  */
 export function decideLoadBalancerCleanup(input: {
   cluster: string;
@@ -202,7 +203,10 @@ export function decideLoadBalancerCleanup(input: {
     .filter(
       (v) => v.metadata.namespace === namespace && v.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME] === cluster,
     )
-    .map((v) => `${namespace}/${v.metadata.name}${v.metadata.deletionTimestamp ? ' (being deleted)' : ''}`);
+    .map(
+      (v) =>
+        `${keyText(namespace, v.metadata.name)}${v.metadata.deletionTimestamp ? ' (being deleted)' : ''}`,
+    );
   if (vms.length > 0)
     return {
       action: 'wait',
@@ -270,7 +274,7 @@ export function lbClassifyContext(vms: readonly VmLike[], now: Date, minAgeMs: n
   for (const vm of vms) {
     const cluster = vm.metadata.labels?.[LABEL_GUEST_CLUSTER_NAME];
     if (cluster === undefined) continue;
-    const ref = `${vm.metadata.namespace ?? ''}/${vm.metadata.name}${vm.metadata.deletionTimestamp ? ' (being deleted)' : ''}`;
+    const ref = `${keyTextOf(vm)}${vm.metadata.deletionTimestamp ? ' (being deleted)' : ''}`;
     clusterVms.set(cluster, [...(clusterVms.get(cluster) ?? []), ref]);
     const ns = vm.metadata.namespace ?? '';
     namespaceVms.set(ns, [...(namespaceVms.get(ns) ?? []), ref]);
@@ -333,11 +337,7 @@ export function findLeftoverLoadBalancers(
   const skipped: LeftoverLbReport['skipped'] = { liveCluster: [], tooNew: [], deleting: [] };
   const byCluster = new Map<string | null, LeftoverLoadBalancer[]>();
   let notConsidered = 0;
-  const sorted = [...lbs].sort((a, b) =>
-    `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
-      `${b.metadata.namespace ?? ''}/${b.metadata.name}`,
-    ),
-  );
+  const sorted = [...lbs].sort((a, b) => keyTextOf(a).localeCompare(keyTextOf(b)));
   for (const lb of sorted) {
     const c = classifyLoadBalancer(lb, ctx);
     if (c.kind === 'not-considered') notConsidered++;

@@ -3,6 +3,7 @@
 // set back out of that shape, and so must we, character for character.
 
 import { formatLabelValue, isValidLabelValue } from './labels.js';
+import { parseKey } from '../api/object-key.js';
 
 /**
  * The `harvesterhci.io/machineSetName` label value: `<namespace>-` + the machine name
@@ -56,7 +57,6 @@ export function cloudInitSecretName(vmName: string): string {
 
 /** Splits "ns/name" or "name" (namespace defaulting), as the Go driver's NamespacedNamePartsByDefault. */
 export function namespacedName(value: string, defaultNamespace: string): { namespace: string; name: string } {
-  const slash = value.indexOf('/');
-  if (slash < 0) return { namespace: defaultNamespace, name: value };
-  return { namespace: value.slice(0, slash) || defaultNamespace, name: value.slice(slash + 1) };
+  const key = parseKey(value);
+  return { namespace: key.namespace || defaultNamespace, name: key.name };
 }

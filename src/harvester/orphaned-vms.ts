@@ -6,6 +6,7 @@
 // namespace, and no HarvesterMachine whose VM it is (by Rancher's records). Pure: the CLI lists
 // both sides and deletes.
 import { CREATOR, LABEL_CREATOR, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
+import { keyText, keyTextOf } from '../api/object-key.js';
 
 export interface VmLike {
   metadata: {
@@ -45,11 +46,7 @@ export function findOrphanedVms(
   opts: { now: Date; minAgeMs: number },
 ): OrphanedVmScan {
   const scan: OrphanedVmScan = { orphans: [], skipped: [] };
-  for (const vm of [...vms].sort((a, b) =>
-    `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
-      `${b.metadata.namespace ?? ''}/${b.metadata.name}`,
-    ),
-  )) {
+  for (const vm of [...vms].sort((a, b) => keyTextOf(a).localeCompare(keyTextOf(b)))) {
     const { name, uid } = vm.metadata;
     const namespace = vm.metadata.namespace ?? '';
     const labels = vm.metadata.labels ?? {};
@@ -65,7 +62,7 @@ export function findOrphanedVms(
       skip(`guest cluster ${cluster} exists in Rancher`);
       continue;
     }
-    if (rancher.machineVms.has(`${namespace}/${name}`) || rancher.machineVms.has(name)) {
+    if (rancher.machineVms.has(keyText(namespace, name)) || rancher.machineVms.has(name)) {
       skip(`a HarvesterMachine in Rancher still has this VM`);
       continue;
     }

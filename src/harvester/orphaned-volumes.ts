@@ -3,15 +3,6 @@
 // guest cluster each one belonged, as far as anything on Harvester still tells. Pure:
 // the caller lists the objects (cli/volumes/cluster-scan.ts) and deletes (with a re-check through
 // the same classify()).
-//
-// A PVC is never an orphan while anything uses it: a VM (being deleted or not) through
-// its volumes or its volumeClaimTemplates, a VMI through its volumes or volumeStatus (a
-// hot-plug in progress), or a pod. Nor while its guest cluster (known from its label or
-// history) still has VMs: a workload volume is detached whenever its pod is not running.
-// Only volumes that look like VM or guest-cluster volumes are considered at all: other
-// PVCs on Harvester (monitoring, add-ons) are none of this tool's business. One whose ownership
-// is contested or not corroborated (guest-volumes.ts ownershipBar, ADR 0021) is listed as kept,
-// with why, and never deleted by this tool: an operator who knows whose it is deletes it by hand.
 import {
   ANNOTATION_IMAGE_ID,
   ANNOTATION_REMOVED_PVCS,
@@ -21,6 +12,7 @@ import {
 import { ANNOTATION_GUEST_CLAIMANTS, ANNOTATION_OWNERSHIP_EVIDENCE, ownershipBar } from './guest-volumes.js';
 import { referencedClaims } from './removal-plan.js';
 import type { ObjectMeta, PersistentVolumeClaim, VirtualMachine, VirtualMachineInstance } from './types.js';
+import { keyText } from '../api/object-key.js';
 
 export type HostPvc = Omit<PersistentVolumeClaim, 'status'> & {
   status?: { phase?: string; capacity?: Record<string, string> };
@@ -100,8 +92,7 @@ const CSI_VOLUME = /^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 /** The Go driver's (and ours) boot/data disk names: <vm>-disk-<i>-<5 random characters>. */
 const DRIVER_DISK = /-disk-\d+-[a-z0-9]{5}$/;
 
-const key = (namespace: string | undefined, name: string | undefined): string =>
-  `${namespace ?? ''}/${name ?? ''}`;
+const key = (namespace: string | undefined, name: string | undefined): string => keyText(namespace, name);
 const vmRef = (m: Partial<ObjectMeta>): string => key(m.namespace, m.name);
 
 function splitNames(value: string | undefined): string[] {
@@ -276,6 +267,16 @@ function keptAsIs(pvc: HostPvc, ctx: ClassifyContext): Classification | undefine
   return bar !== undefined ? { kind: 'skip', bucket: 'claimed', reason: bar } : undefined;
 }
 
+/**
+ * A PVC is never an orphan while anything uses it: a VM (being deleted or not) through
+ * its volumes or its volumeClaimTemplates, a VMI through its volumes or volumeStatus (a
+ * hot-plug in progress), or a pod. Nor while its guest cluster (known from its label or
+ * history) still has VMs: a workload volume is detached whenever its pod is not running.
+ * Only volumes that look like VM or guest-cluster volumes are considered at all: other
+ * PVCs on Harvester (monitoring, add-ons) are none of this tool's business. One whose ownership
+ * is contested or not corroborated (guest-volumes.ts ownershipBar) is listed as kept,
+ * with why, and never deleted by this tool: an operator who knows whose it is deletes it by hand.
+ */
 export function classify(pvc: HostPvc, ctx: ClassifyContext): Classification {
   const { namespace, name } = pvc.metadata;
   const recorded = removedBy(ctx.scan.vms, pvc).length > 0;

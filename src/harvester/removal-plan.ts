@@ -1,29 +1,3 @@
-// Which volumes go when a machine is removed. This decides what data is destroyed, so it
-// is a pure function with the rules written out, and every PVC it leaves alone is listed
-// with the reason (for `rm --dry-run` and the log).
-//
-// Rules (the facts behind them: docs/upstream/go-driver.md#removal-and-volumes):
-// - Plain removal (a node is replaced or scaled down): the VM's own boot/data volumes go;
-//   hot-plugged volumes (guest-cluster workload data, harvester#3272) stay.
-// - Whole guest cluster deleted (VM annotated removeAllPersistentVolumeClaims="true"):
-//   the hot-plugged volumes go too, and every PVC in the VM's namespace labelled
-//   guestcluster.harvesterhci.io/name=<cluster>.
-// - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
-//   guest cluster, or a PVC that another existing VM of the inputs still references (which
-//   VMs the removal reads, and what that leaves to Harvester: removal-scope.ts, ADR 0018).
-// - Never a PVC Harvester said it would refuse to delete when it was asked (a dry-run delete
-//   through its PVC webhook: removal-scope.ts, ADR 0018); its answer is the reason kept.
-// - Never, on a whole-cluster removal, a hot-plugged or labelled volume whose ownership is not
-//   this cluster's alone as Harvester shows it: more than one guest cluster ever named it, its
-//   claim was not corroborated, or an earlier controller recorded it on a guest's word alone
-//   (guest-volumes.ts ownershipBar, ADR 0021). The VM's own boot and data disks are the VM's.
-// - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
-//   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
-// Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
-// VM's namespace, once the VM is gone; the plan is that annotation's content. Harvester
-// splits it on `,` (and trims): a claim name "a,b" written as is would delete PVCs a and b,
-// whoever uses them, which is why only names that exist, and so cannot hold a comma, go in.
-
 import { ANNOTATION_REMOVE_ALL_PVCS, LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { describeRecord, ownershipBar } from './guest-volumes.js';
 import { cloudInitSecretName } from './names.js';
@@ -35,6 +9,7 @@ import type {
   VMIVolumeStatus,
   Volume,
 } from './types.js';
+import { keyText, keyTextOf } from '../api/object-key.js';
 
 export interface RemovalInputs {
   vm: VirtualMachine;
@@ -200,15 +175,42 @@ function ownedSecrets(inputs: RemovalInputs, namespace: string): PlannedItem[] {
   };
   return [...referenced].filter(owned).map((name) => ({
     name,
-    reason: `cloud-init Secret owned by VM ${namespace}/${vm.metadata.name}; the garbage collector deletes it with the VM`,
+    reason: `cloud-init Secret owned by VM ${keyText(namespace, vm.metadata.name)}; the garbage collector deletes it with the VM`,
   }));
 }
 
+/**
+ * Which volumes go when a machine is removed. This decides what data is destroyed, so it
+ * is a pure function with the rules written out, and every PVC it leaves alone is listed
+ * with the reason (for `rm --dry-run` and the log).
+ *
+ * Rules (the facts behind them: docs/upstream/go-driver.md#removal-and-volumes):
+ * - Plain removal (a node is replaced or scaled down): the VM's own boot/data volumes go;
+ *   hot-plugged volumes (guest-cluster workload data, harvester#3272) stay.
+ * - Whole guest cluster deleted (VM annotated removeAllPersistentVolumeClaims="true"):
+ *   the hot-plugged volumes go too, and every PVC in the VM's namespace labelled
+ *   guestcluster.harvesterhci.io/name=<cluster>.
+ * - Never, whatever the rule above: a PVC in another namespace, a PVC labelled for another
+ *   guest cluster, or a PVC that another existing VM of the inputs still references (which
+ *   VMs the removal reads, and what that leaves to Harvester: removal-scope.ts).
+ * - Never a PVC Harvester said it would refuse to delete when it was asked (a dry-run delete
+ *   through its PVC webhook: removal-scope.ts); its answer is the reason kept.
+ * - Never, on a whole-cluster removal, a hot-plugged or labelled volume whose ownership is not
+ *   this cluster's alone as Harvester shows it: more than one guest cluster ever named it, its
+ *   claim was not corroborated, or an earlier controller recorded it on a guest's word alone
+ *   (guest-volumes.ts ownershipBar). The VM's own boot and data disks are the VM's.
+ * - Never a name that is not a PVC of the VM's namespace: a claim name that is no valid PVC
+ *   name (a DNS-1123 subdomain) or that no PVC there has is refused, with the reason.
+ * Harvester deletes the PVCs named in the removedPersistentVolumeClaims annotation, in the
+ * VM's namespace, once the VM is gone; the plan is that annotation's content. Harvester
+ * splits it on `,` (and trims): a claim name "a,b" written as is would delete PVCs a and b,
+ * whoever uses them, which is why only names that exist, and so cannot hold a comma, go in.
+ */
 export function planRemoval(inputs: RemovalInputs): RemovalPlan {
   const { vm, removeAll, clusterName } = inputs;
   const vmName = vm.metadata.name;
   const namespace = vm.metadata.namespace ?? '';
-  const vmRef = `${namespace}/${vmName}`;
+  const vmRef = keyText(namespace, vmName);
   const plan: RemovalPlan = {
     vmName,
     namespace,
@@ -259,7 +261,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
       if (bar !== undefined) return keep(name, bar);
     }
     const users = usedBy.get(name);
-    if (users) return keep(name, `still used by VM ${users.map((u) => `${namespace}/${u}`).join(', ')}`);
+    if (users) return keep(name, `still used by VM ${users.map((u) => keyText(namespace, u)).join(', ')}`);
     const answer = inputs.harvesterAnswers?.get(name);
     if (answer?.kind === 'refused')
       return keep(name, `Harvester refuses to delete it: ${shown(answer.reason)}`);
@@ -303,7 +305,7 @@ export function planRemoval(inputs: RemovalInputs): RemovalPlan {
     for (const pvc of labelled) {
       if (pvc.metadata.namespace !== namespace) {
         plan.kept.push({
-          name: `${pvc.metadata.namespace ?? ''}/${pvc.metadata.name}`,
+          name: keyTextOf(pvc),
           reason: `in namespace ${pvc.metadata.namespace ?? '(none)'}, not the VM's namespace ${namespace}`,
         });
         continue;

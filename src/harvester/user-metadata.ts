@@ -5,7 +5,7 @@
 // domains the driver, Harvester, KubeVirt, Rancher and Kubernetes own, and those of the
 // network plugins and security profiles that read a pod's keys, are refused: a user value
 // would override theirs or steer the VM pod's network or confinement
-// (docs/decisions/0017-vm-labels.md, docs/security.md#keys-refused-on-a-pools-vms).
+// (docs/security.md#keys-refused-on-a-pools-vms).
 import { jsonProblem } from '../common/parse-problems.js';
 import { isValidLabelValue } from './labels.js';
 

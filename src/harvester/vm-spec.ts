@@ -42,6 +42,7 @@ import type {
   WeightedPodAffinityTerm,
 } from './types.js';
 import { parseAffinity } from './affinity.js';
+import { keyText } from '../api/object-key.js';
 
 export const RUN_STRATEGY = 'RerunOnFailure';
 export const EVICTION_STRATEGY = 'LiveMigrateIfPossible';
@@ -226,7 +227,7 @@ function diskParts(cfg: GoDriverConfig, ctx: VmBuildContext): DiskParts {
     let storageClassName = d.storageClassName;
     if (d.imageName !== '') {
       const image = namespacedName(d.imageName, cfg.VMNamespace);
-      const imageId = `${image.namespace}/${image.name}`;
+      const imageId = keyText(image.namespace, image.name);
       const fromImage = ctx.imageStorageClass(imageId);
       if (!fromImage) {
         throw new VmSpecError(

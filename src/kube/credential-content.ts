@@ -6,7 +6,7 @@
 // checked on the parsed document before client-node sees it (client-node reads a
 // `token-file` while loading, and runs `exec` and auth-provider plugins at the first request).
 // The operator's own kubeconfig files (--kubeconfig, $KUBECONFIG, in-cluster) keep
-// client-go's full rules (kubeconfig-loading.ts). docs/decisions/0012-trust-boundaries.md says why.
+// client-go's full rules (kubeconfig-loading.ts): the operator chose those, someone else wrote a credential.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   KubeconfigLoadError,

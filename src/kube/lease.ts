@@ -7,6 +7,7 @@
 import type { KubeClient } from './client.js';
 import { ignoreNotFound, KubeError } from './errors.js';
 import { apiVersionOf, describeOperation, Resources, resourcePath, type KubeObject } from './resources.js';
+import { keyText } from '../api/object-key.js';
 
 /** What a Lease says, as client-go's LeaderElectionRecord (holder '' when nobody holds it). */
 export interface LeaderElectionRecord {
@@ -47,7 +48,7 @@ export class LeaseLock {
 
   /** "namespace/name", for logs. */
   describe(): string {
-    return `${this.at.namespace}/${this.at.name}`;
+    return keyText(this.at.namespace, this.at.name);
   }
 
   /** The record, or undefined when there is no Lease yet. */

@@ -258,9 +258,9 @@ export class Manager {
     if (this.state !== 'new') throw new Error(`the manager was started already (${this.state})`);
     this.state = 'starting';
     // All at once: one cache after the other, each page waits for the apiserver and then the
-    // apiserver for us: at 20,000 machines the sync took 45.5 s instead of 26.3 s. The pages
-    // held meanwhile are small (500 objects each); the peak was garbage V8 had not collected,
-    // which the image's old-generation limit bounds (ADR 0019).
+    // apiserver for us, and at scale the sync took much longer. The pages held meanwhile
+    // are small; the peak was garbage V8 had not collected, which the image's old-generation
+    // limit bounds.
     await Promise.all([...this.caches.values()].map((c) => c.start()));
     if (this.state !== 'starting') return; // stopped while syncing
     this.state = 'synced';

@@ -1,19 +1,3 @@
-// A create is not idempotent, yet KubeClient retries it: after a 5xx, a 504 or a connection
-// that broke before the answer, the first POST may well have been carried out, and the retry
-// then meets its own object as AlreadyExists. These decide when an AlreadyExists is that
-// echo, so the caller gets the object it created instead of a failure.
-//
-// The object is recognised by its content: an apiserver only adds to what it was sent
-// (uid, resourceVersion, timestamps, defaults, labels from webhooks), so the stored object
-// holds every field of the one POSTed. Objects we create carry content no one else sends
-// (machine and VM names, random disk names, lease holder and timestamps); a second writer
-// that created the very same content would have asked for the same result. A server that
-// rewrites a field (a quantity in canonical form, a mutating webhook) makes the object look
-// foreign: the AlreadyExists is then reported, as it was before.
-//
-// A POST with generateName cannot be recognised (each attempt gets a new name), so its
-// retry may leave a duplicate; the only such create is an Event's, where a duplicate is
-// harmless and a lost Warning is not.
 import { KubeError } from './errors.js';
 import type { KubeObject, NewObject } from './resources.js';
 
@@ -31,7 +15,14 @@ const NEVER_CONNECTED = new Set([
   'CERT_HAS_EXPIRED',
 ]);
 
-/** Whether a failed request may nevertheless have been carried out by the server. */
+/**
+ * Whether a failed request may nevertheless have been carried out by the server.
+ *
+ * A create is not idempotent, yet KubeClient retries it: after a 5xx, a 504 or a connection
+ * that broke before the answer, the first POST may well have been carried out, and the retry
+ * then meets its own object as AlreadyExists. This and holdsWhatWasSent decide when an AlreadyExists is that
+ * echo, so the caller gets the object it created instead of a failure.
+ */
 export function mayHaveBeenCarriedOut(err: unknown): boolean {
   if (!(err instanceof KubeError)) return false;
   if (err.kind === 'ServerError' || err.kind === 'Timeout' || err.kind === 'Unknown') return true;
@@ -53,7 +44,21 @@ const SERVER_METADATA = new Set([
   'selfLink',
 ]);
 
-/** Whether `found`, read after an AlreadyExists, holds everything `sent` asked for. */
+/**
+ * Whether `found`, read after an AlreadyExists, holds everything `sent` asked for.
+ *
+ * The object is recognised by its content: an apiserver only adds to what it was sent
+ * (uid, resourceVersion, timestamps, defaults, labels from webhooks), so the stored object
+ * holds every field of the one POSTed. Objects we create carry content no one else sends
+ * (machine and VM names, random disk names, lease holder and timestamps); a second writer
+ * that created the very same content would have asked for the same result. A server that
+ * rewrites a field (a quantity in canonical form, a mutating webhook) makes the object look
+ * foreign: the AlreadyExists is then reported, as it was before.
+ *
+ * A POST with generateName cannot be recognised (each attempt gets a new name), so its
+ * retry may leave a duplicate; the only such create is an Event's, where a duplicate is
+ * harmless and a lost Warning is not.
+ */
 export function holdsWhatWasSent(sent: NewObject<KubeObject>, found: KubeObject): boolean {
   if (found.metadata.deletionTimestamp) return false;
   const metadata = Object.fromEntries(Object.entries(sent.metadata).filter(([k]) => !SERVER_METADATA.has(k)));

@@ -86,7 +86,7 @@ describe('Helm chart RBAC', { timeout: 10 * 60_000 }, () => {
 
   it('grants no write on Secrets, and outside the credential namespace reads a Secret only by name', () => {
     assert.ok(!rules.systemRules.some((r) => r.resources.includes('secrets')));
-    // The guest clusters' <cluster>-kubeconfig, read by name (ADR 0015): never listed or watched.
+    // The guest clusters' <cluster>-kubeconfig, read by name: never listed or watched.
     assert.deepEqual(
       rules.clusterRules.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs),
       [['get']],

@@ -80,7 +80,7 @@ export interface GateWorld {
 
 /**
  * What a cloud credential's user needs for the gate, the load balancer cleanup and the guest
- * volumes' record and cleanup (ADR 0005, 0011, 0015).
+ * volumes' record and cleanup.
  */
 const VM_RULES = [
   {

@@ -4,7 +4,7 @@
 // 200,000 PVs, a 58 MB list answer, list pages that never end, a watch that never ends) while
 // another cluster is deleted: that deletion completes (its gates released, its VMs annotated),
 // each hostile guest is marked over budget with one Event, and the process lives with its memory
-// flat. Before the budget (ADR 0024) no guest was marked and the heap kept growing with what the
+// flat. Before the budget no guest was marked and the heap kept growing with what the
 // guests sent (192 MB and rising within a minute here).
 // Cost: the Rancher (Cluster API) and Harvester control planes, five guest clusters, one
 // controller process; about a minute and a half on two shared cores.

@@ -1,11 +1,11 @@
-// Guest clusters' host volumes (docs/decisions/0015) on the whole sandbox: each guest cluster its
+// Guest clusters' host volumes on the whole sandbox: each guest cluster its
 // own kube-apiserver started by Rancher's stand-in (its `<cluster>-kubeconfig` written as Rancher
 // writes it), the CSI stand-in making host volumes with no label (as the released driver) and
 // each guest's claim and PV in that guest, the real Cluster API manager with Rancher's stand-in
 // running the real driver's Remove in process, and the controller under the chart's RBAC. What
 // is checked is what an operator sees: the labels on Harvester's PVCs, which are left after a
 // whole-cluster deletion, the Events on the clusters, the metrics, the status and `leftovers`.
-// A guest's PV is a claim (docs/decisions/0021): a volume of another cluster, a Harvester user's
+// A guest's PV is a claim: a volume of another cluster, a Harvester user's
 // standalone one or one bound statically in another cluster, named by a guest, is never deleted
 // by the controller nor by the driver's whole-cluster removal, and is shown as kept with why.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The load balancers of deleted guest clusters (docs/decisions/0011) on the whole sandbox:
+// The load balancers of deleted guest clusters on the whole sandbox:
 // Harvester's load balancer controller and the cloud provider played by the stand-ins, the
 // real Cluster API manager with Rancher's stand-in running the real driver's Remove in process
 // as its rm job, the controller under the chart's RBAC

@@ -72,7 +72,7 @@ export async function recordedVolume(
     cluster: req.cluster,
     volume: { pv: name, hostPvc: name, claim: `default/data-${name.slice(-5)}` },
     pvc,
-    // The cluster existed before its CSI volume (ADR 0021's evidence).
+    // The cluster existed before its CSI volume (part of the ownership evidence).
     clusterCreated: new Date(Date.parse(pvc.metadata.creationTimestamp ?? '') - 60_000).toISOString(),
     now: new Date(),
     path: 'watch',

@@ -8,7 +8,7 @@
 // the VM spec pinned to the resourceVersion read (declarative hot-plug, Harvester >= 1.8).
 // The host PVC carries what the released driver writes and nothing more (checked against
 // docs/upstream/harvester-kubevirt.md#what-the-csi-driver-writes-on-a-host-volume, on which the
-// controller's ownership evidence rests, ADR 0021): the volume's name, ReadWriteMany, Block for a
+// controller's ownership evidence rests): the volume's name, ReadWriteMany, Block for a
 // single-node claim, no label, owner, annotation or source; the guest PV is named as the volume.
 import crypto from 'node:crypto';
 import type { KubeClient } from '../../../src/kube/client.js';

@@ -17,6 +17,7 @@ import {
   readKubeconfigFile,
 } from '../kubeconfig-source.js';
 import { checkMachineName } from '../store/host-config.js';
+import { keyText } from '../../api/object-key.js';
 
 interface CreateOptions extends Record<string, unknown> {
   kubeconfig?: string;
@@ -64,7 +65,7 @@ async function create(ctx: CliContext, name: string, opts: CreateOptions): Promi
   try {
     driver.setConfigRaw(Buffer.from(JSON.stringify({ MachineName: name, StorePath: store.root })));
     driver.setConfigFromFlags(values);
-    const vm = `${driver.config.VMNamespace}/${name}`;
+    const vm = keyText(driver.config.VMNamespace, name);
     progress.phase(`checking Harvester before creating VM ${vm}`);
     await driver.preCreateCheck();
     await store.save(name, driver.getConfigRaw());

@@ -1,7 +1,7 @@
 // leftovers: what deleted guest clusters left on Harvester: host volumes no VM uses
 // (`volumes orphaned`, harvester#7765), the load balancers their cloud provider made,
 // which hold IP pool addresses (harvester#1460, #5522; docs/upstream/load-balancers.md), and
-// the address claims no VM's address matches (docs/decisions/0016-per-machine-addresses.md),
+// the address claims no VM's address matches,
 // and, with --rancher-kubeconfig, the VMs of guest clusters Rancher no longer has (harvester#7940).
 // Nothing of a guest cluster that still has a VM is ever listed. Dry run by default; with
 // --delete, after one confirmation, each item is re-checked right before its delete and

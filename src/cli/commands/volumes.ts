@@ -21,6 +21,7 @@ import {
   type OrphanVolume,
 } from '../../harvester/orphaned-volumes.js';
 import { outputOption } from './machine-info.js';
+import { keyText } from '../../api/object-key.js';
 
 interface OrphanedOptions {
   namespace?: string;
@@ -64,7 +65,7 @@ export async function deleteOrphans(
 ): Promise<DeletionOutcome> {
   const outcome: DeletionOutcome = { deleted: [], skipped: [], failed: [] };
   for (const volume of targets) {
-    const ref = `${volume.namespace}/${volume.name}`;
+    const ref = keyText(volume.namespace, volume.name);
     try {
       const reason = await recheck(harvester, volume, opts);
       if (reason) {

@@ -53,7 +53,7 @@ export const DRIVER_ACCESS: readonly AccessNeed[] = [
   {
     group: '',
     resource: 'persistentvolumeclaims',
-    // harvester-machine-controller's ownership record (docs/decisions/0015-guest-cluster-volumes.md)
+    // harvester-machine-controller's ownership record of guest clusters' host volumes
     verbs: ['patch'],
     by: 'harvester-machine-controller',
     scope: 'namespace',

@@ -226,7 +226,7 @@ export interface AccessAnswer {
 
 function ruleText(need: AccessNeed, verbs: readonly string[]): string {
   const resources = need.subresources
-    ? need.subresources.map((s) => `"${need.resource}/${s}"`)
+    ? need.subresources.map((subresource) => `"${need.resource}/${subresource}"`)
     : [`"${need.resource}"`];
   return `{apiGroups: ["${need.group}"], resources: [${resources.join(', ')}], verbs: [${verbs.map((v) => `"${v}"`).join(', ')}]}`;
 }

@@ -14,6 +14,7 @@ import {
 import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import { isConflict, isForbidden } from '../../kube/errors.js';
 import { redact } from '../../log/redact.js';
+import { keyText } from '../../api/object-key.js';
 
 export interface ClaimScan {
   claims: LeftoverClaim[] | undefined;
@@ -49,7 +50,7 @@ export function renderClaimReport(scan: ClaimScan): string[] {
     `Address claims no VM's address matches (${scan.claims.length}): the addresses stay taken until they are deleted`,
     ...scan.claims.map(
       (c) =>
-        `  ${c.address} of ${c.network}: ConfigMap ${c.namespace}/${c.name}, machine ${c.machine}: ${c.reason}`,
+        `  ${c.address} of ${c.network}: ConfigMap ${keyText(c.namespace, c.name)}, machine ${c.machine}: ${c.reason}`,
     ),
   ];
 }
@@ -70,7 +71,7 @@ export async function deleteLeftoverClaims(
 ): Promise<ClaimDeletionOutcome> {
   const outcome: ClaimDeletionOutcome = { deleted: [], failed: [] };
   for (const c of claims) {
-    const id = `${c.namespace}/${c.name}`;
+    const id = keyText(c.namespace, c.name);
     try {
       await harvester.deleteListedConfigMap(c);
       outcome.deleted.push(id);

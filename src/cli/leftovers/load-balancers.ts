@@ -13,6 +13,7 @@ import {
   type LoadBalancer,
   type VmLike,
 } from '../../harvester/load-balancers.js';
+import { keyText } from '../../api/object-key.js';
 
 export interface LbScan {
   /** undefined when Harvester serves no load balancers or the credential may not list them. */
@@ -133,7 +134,7 @@ export async function deleteLeftoverLoadBalancers(
 ): Promise<LbDeletionOutcome> {
   const outcome: LbDeletionOutcome = { deleted: [], skipped: [], failed: [] };
   for (const lb of targets) {
-    const ref = `${lb.namespace}/${lb.name}`;
+    const ref = keyText(lb.namespace, lb.name);
     try {
       const reason = await recheck(harvester, lb, opts);
       if (reason) {

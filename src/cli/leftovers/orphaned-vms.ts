@@ -16,6 +16,7 @@ import { isConflict, isNotFound } from '../../kube/errors.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import { redact } from '../../log/redact.js';
 import { rancherInstanceName } from '../../rancher/names.js';
+import { keyText } from '../../api/object-key.js';
 
 export type VmScan = { scan: OrphanedVmScan } | { notChecked: string };
 
@@ -36,7 +37,7 @@ async function rancherRecords(rancher: KubeClient) {
     machineVms: new Set(
       machines.items.map((m) => {
         const vm = rancherInstanceName(m.metadata.name);
-        return m.spec?.vmNamespace ? `${m.spec.vmNamespace}/${vm}` : vm;
+        return m.spec?.vmNamespace ? keyText(m.spec.vmNamespace, vm) : vm;
       }),
     ),
   };
@@ -64,7 +65,7 @@ export function renderVmReport(vms: VmScan): string[] {
     return ['No orphaned VMs (every guest-cluster VM belongs to a cluster Rancher has)'];
   return [
     `VMs of guest clusters Rancher no longer has (${orphans.length}):`,
-    ...orphans.map((o) => `  ${o.namespace}/${o.name} of guest cluster ${o.cluster}: ${o.reason}`),
+    ...orphans.map((o) => `  ${keyText(o.namespace, o.name)} of guest cluster ${o.cluster}: ${o.reason}`),
   ];
 }
 
@@ -89,7 +90,7 @@ export async function deleteOrphanedVms(
 ): Promise<VmDeletionOutcome> {
   const outcome: VmDeletionOutcome = { deleted: [], skipped: [], failed: [] };
   for (const o of orphans) {
-    const id = `${o.namespace}/${o.name}`;
+    const id = keyText(o.namespace, o.name);
     try {
       const current = await harvester.findVm(o.namespace, o.name);
       const again = current

@@ -189,7 +189,7 @@ export const FLAGS = {
       'a fixed IPv4 address per machine from this pool: {"network":"default/vlan100","range":"192.168.100.10-192.168.100.19","prefix":24,"gateway":"192.168.100.1","dns":["192.168.100.1"]} (also "cidr", "exclude", "interface"); with only "network", the network\'s Harvester IP pool (vm-dhcp-controller) gives it; base64 is supported',
     ),
   ),
-  // The name and variable of the Go driver's open PR #83 (docs/decisions/0017-vm-labels.md).
+  // The name and variable of the Go driver's open PR #83.
   vmLabels: ours(
     str(
       'harvester-vm-labels',

@@ -1,14 +1,5 @@
-// The driver object of config.json (GetConfigRaw/SetConfigRaw), byte-compatible with the
-// Go driver's json.Marshal: BaseDriver fields flattened first, then the Harvester fields,
-// Go field names as keys, Go zero values when unset, null for nil pointers. Reading has
-// json.Unmarshal's semantics into an existing driver (absent keys keep their values, keys
-// match case-insensitively, null leaves a non-pointer field alone), and nothing is lost:
-// keys we don't know (a newer Go driver's) are kept verbatim and written back after ours,
-// and unknown keys inside DiskInfo/NetworkInfo/VGPUInfo/HostDeviceInfo survive as long as we don't
-// change that field.
-//
-// Also here: the "freshest credential wins" rule that the Go driver applies in
-// UnmarshalJSON, as a pure function of argv and the environment.
+// The driver object of config.json (SavedConfig), and the "freshest credential wins" rule
+// that the Go driver applies in UnmarshalJSON, as a pure function of argv and the environment.
 
 import { parseDiskInfo, parseNetworkInfo, parseVGPUInfo } from '../../harvester/disk-network-info.js';
 import { parseHostDeviceInfo } from '../../harvester/host-devices/host-devices.js';
@@ -100,6 +91,16 @@ const OMITTED_WHEN_ZERO: ReadonlyMap<keyof DriverConfig, unknown> = new Map<keyo
 const EXACT = new Map(FIELDS.map(([name, kind]) => [name as string, { name, kind }]));
 const FOLDED = new Map(FIELDS.map(([name, kind]) => [name.toLowerCase(), { name, kind }]));
 
+/**
+ * The driver object of config.json (GetConfigRaw/SetConfigRaw), byte-compatible with the
+ * Go driver's json.Marshal: BaseDriver fields flattened first, then the Harvester fields,
+ * Go field names as keys, Go zero values when unset, null for nil pointers. Reading has
+ * json.Unmarshal's semantics into an existing driver (absent keys keep their values, keys
+ * match case-insensitively, null leaves a non-pointer field alone), and nothing is lost:
+ * keys we don't know (a newer Go driver's) are kept verbatim and written back after ours,
+ * and unknown keys inside DiskInfo/NetworkInfo/VGPUInfo/HostDeviceInfo survive as long as we don't
+ * change that field.
+ */
 export interface SavedConfig {
   driver: DriverConfig;
   /** Keys this driver does not know, in their original order, as compact JSON text. */

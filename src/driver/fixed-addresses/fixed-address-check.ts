@@ -8,6 +8,7 @@ import { describeIpPool, ipPoolUsage } from '../../harvester/fixed-addresses/vm-
 import { isForbidden, KubeError } from '../../kube/errors.js';
 import type { OperationContext } from '../operations/context.js';
 import { addressSource, holdingClaims, type AddressSource } from './fixed-address.js';
+import { keyText } from '../../api/object-key.js';
 
 const FLAG = '--harvester-ip-pool-info';
 
@@ -23,13 +24,13 @@ async function checkHarvesterPool(
   } catch (err) {
     if (!isForbidden(err)) throw err;
     ctx.log.warn(
-      `${FLAG}: Harvester's IP pool ${namespace}/${name} not checked before create: the credential may not get ippools.network.harvesterhci.io in ${namespace}; the pool tells at create if it has no address left`,
+      `${FLAG}: Harvester's IP pool ${keyText(namespace, name)} not checked before create: the credential may not get ippools.network.harvesterhci.io in ${namespace}; the pool tells at create if it has no address left`,
     );
     return;
   }
   if (!pool) {
     problems.push(
-      `network ${source.network} names Harvester's IP pool ${namespace}/${name}, which does not exist (${FLAG})`,
+      `network ${source.network} names Harvester's IP pool ${keyText(namespace, name)}, which does not exist (${FLAG})`,
     );
     return;
   }
@@ -59,7 +60,7 @@ async function macOwners(ctx: OperationContext): Promise<Map<string, string>> {
         if (n.macAddress)
           owners.set(
             n.macAddress.toLowerCase(),
-            `VM ${ctx.config.VMNamespace}/${c.spec?.vmName ?? c.metadata.name}`,
+            `VM ${keyText(ctx.config.VMNamespace, c.spec?.vmName ?? c.metadata.name)}`,
           );
   } catch {
     // Without the right to list them the MACs are named instead.

@@ -2,8 +2,7 @@
 // - 'pool': the driver hands addresses out itself. The lock is the apiserver: one ConfigMap
 //   per address (address-claims.ts), created create-if-absent before the VM, owned by the
 //   VM once it exists, so the garbage collector frees it with the VM. The order (claim, VM,
-//   adopt) and why it is safe under retries, crashes and concurrent creates:
-//   docs/decisions/0016-per-machine-addresses.md.
+//   adopt) is what keeps it safe under retries, crashes and concurrent creates.
 // - 'harvester-ippool': the network has an IPPool of vm-dhcp-controller. The driver pins the
 //   interface's MAC; the add-on binds that MAC to an address of its pool when the VM appears
 //   and its DHCP serves it (docs/upstream/vm-dhcp-controller.md#how-a-vm-gets-its-address).
@@ -42,6 +41,7 @@ import type { ConfigMap, Vm } from '../../harvester-access/harvester-api.js';
 import { isOurAbandonedVm } from '../operations/adopt.js';
 import { vmRef, type OperationContext } from '../operations/context.js';
 import { waitForPoolAddress } from '../operations/waits.js';
+import { keyText, keyTextOf } from '../../api/object-key.js';
 
 const FLAG = '--harvester-ip-pool-info';
 
@@ -59,7 +59,7 @@ export class AddressClaimRefusedError extends Error {
   override readonly name = 'AddressClaimRefusedError';
 }
 
-const claimRef = (cm: ConfigMap): string => `${cm.metadata.namespace ?? ''}/${cm.metadata.name}`;
+const claimRef = (cm: ConfigMap): string => keyTextOf(cm);
 
 /** Refuses a claim this machine would use when it fails the checks, naming it and the fields. */
 function checkClaim(source: AddressSource, entry: { cm: ConfigMap; claim: AddressClaim }): void {
@@ -108,7 +108,7 @@ export async function addressSource(ctx: OperationContext, info: IpPoolInfo): Pr
   const ipPool = ipPoolOfNetwork(nad.metadata.labels);
   if (ipPool && describesAddresses(info)) {
     throw new Error(
-      `${FLAG}: network ${network} is served by Harvester's IP pool ${ipPool.namespace}/${ipPool.name} (vm-dhcp-controller); leave "range" and "cidr" out to take the address from it, or the driver's addresses would collide with the ones it hands out`,
+      `${FLAG}: network ${network} is served by Harvester's IP pool ${keyText(ipPool.namespace, ipPool.name)} (vm-dhcp-controller); leave "range" and "cidr" out to take the address from it, or the driver's addresses would collide with the ones it hands out`,
     );
   }
   if (ipPool) {
@@ -119,7 +119,7 @@ export async function addressSource(ctx: OperationContext, info: IpPoolInfo): Pr
       : ctx.config.NetworkName;
     if (!onVm.includes('/'))
       throw new Error(
-        `${FLAG}: give the machine's network as ${network} (with its namespace): Harvester's IP pool ${ipPool.namespace}/${ipPool.name} finds a VM's network by the name the VM gives it`,
+        `${FLAG}: give the machine's network as ${network} (with its namespace): Harvester's IP pool ${keyText(ipPool.namespace, ipPool.name)} finds a VM's network by the name the VM gives it`,
       );
     return { kind: 'harvester-ippool', info, network, ipPool };
   }
@@ -405,7 +405,7 @@ export async function releaseClaim(ctx: OperationContext, prepared: PreparedAddr
     if (await ctx.api.deleteConfigMap(prepared.claim, { sameVersion: true }))
       ctx.log.info(`Released address ${prepared.fixed?.address ?? ''}: the machine was not created`);
   } catch (err) {
-    // An unowned claim is taken over after its grace (ADR 0016); say so, keep the first error.
+    // An unowned claim is taken over after its grace; say so, keep the first error.
     ctx.log.warn(
       `Could not release the claim ${prepared.claim.metadata.name} (${(err as Error).message}); its address is free again after 10 minutes`,
     );
@@ -422,7 +422,7 @@ export async function fixedAddressOf(
   if (prepared.source.kind !== 'harvester-ippool') throw new Error(`${FLAG}: no address was claimed`);
   const { namespace, name } = prepared.source.ipPool;
   const mac = prepared.macs[prepared.nic] ?? '';
-  const address = await waitForPoolAddress(ctx, mac, `${namespace}/${name}`, vm);
+  const address = await waitForPoolAddress(ctx, mac, keyText(namespace, name), vm);
   const pool: (VmDhcpIpPool & KubeObject) | undefined = await ctx.api
     .findVmDhcpIpPool(namespace, name)
     .catch(() => undefined);
@@ -433,7 +433,7 @@ export async function fixedAddressOf(
     mac,
     network: prepared.source.network,
     source: 'harvester-ippool',
-    holder: `${namespace}/${name}`,
+    holder: keyText(namespace, name),
   };
 }
 
@@ -462,7 +462,7 @@ export async function freeMachineClaims(ctx: OperationContext): Promise<void> {
     }
   } catch (err) {
     // The VM is gone: a removal must not fail (and be retried forever) over a claim the garbage
-    // collector frees with it, or that any create takes over after its grace (ADR 0016).
+    // collector frees with it, or that any create takes over after its grace.
     ctx.log.warn(
       `The VM is removed, but its address claims could not be checked (${(err as Error).message}); an owned claim goes with the VM, others are listed by harvester-machine leftovers`,
     );

@@ -2,8 +2,7 @@
 // add-on knows (devices, claims) and the VMs of the machine's namespace, then let the pure
 // decision refuse a device no node can give. A credential that may not read the device
 // lists does not block the create: Harvester's own webhook still checks the resource name
-// when the VM is created; the warning says which rule would enable this check
-// (docs/decisions/0010-host-devices.md).
+// when the VM is created; the warning says which rule would enable this check.
 import { hostDeviceNameProblems } from '../../harvester/host-devices/host-devices.js';
 import {
   hostDeviceVerdict,

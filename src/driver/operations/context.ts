@@ -5,6 +5,7 @@ import type { Logger } from '../../log/logger.js';
 import type { DriverConfig } from '../config/index.js';
 import type { HarvesterApi } from '../../harvester-access/harvester-api.js';
 import type { SshKeyPair } from '../ssh-keys.js';
+import { keyText } from '../../api/object-key.js';
 
 export interface ProgressEvent {
   /** "create", "remove", ... */
@@ -34,5 +35,5 @@ export interface OperationContext {
 export const seconds = (s: number): number => s * 1000;
 
 export function vmRef(cfg: DriverConfig): string {
-  return `${cfg.VMNamespace}/${cfg.MachineName}`;
+  return keyText(cfg.VMNamespace, cfg.MachineName);
 }

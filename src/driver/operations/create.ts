@@ -30,6 +30,7 @@ import {
 import { addressesOf, fixedIsNodeAddress } from './machine-status.js';
 import { vmRef, type OperationContext } from './context.js';
 import { waitForIp, waitRunning } from './waits.js';
+import { keyText } from '../../api/object-key.js';
 
 const ALPHANUMERIC = 'abcdefghijklmnopqrstuvwxyz0123456789';
 function randomSuffix(): string {
@@ -93,7 +94,7 @@ async function imageStorageClasses(ctx: OperationContext): Promise<Map<string, s
   for (const image of images) {
     const { namespace, name } = namespacedName(image, cfg.VMNamespace);
     const found = await ctx.api.findImage(namespace, name);
-    if (found?.status?.storageClassName) classes.set(`${namespace}/${name}`, found.status.storageClassName);
+    if (found?.status?.storageClassName) classes.set(keyText(namespace, name), found.status.storageClassName);
   }
   return classes;
 }
@@ -182,7 +183,7 @@ export async function createMachine(ctx: OperationContext): Promise<void> {
     }
     const secret = built.cloudInitSecret;
     ctx.log.info(
-      `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${cfg.VMNamespace}/${secret.metadata.name})` : ''}`,
+      `Creating VM ${vmRef(cfg)}${secret ? ` (cloud-init in Secret ${keyText(cfg.VMNamespace, secret.metadata.name)})` : ''}`,
     );
     vm = await createOrContinue(ctx, built.vm);
   } catch (err) {

@@ -6,6 +6,7 @@ import { isOurAbandonedVm } from './adopt.js';
 import { checkFixedAddress } from '../fixed-addresses/fixed-address-check.js';
 import { checkHostDevices } from '../host-devices/host-device-check.js';
 import { vmRef, type OperationContext } from './context.js';
+import { keyText } from '../../api/object-key.js';
 
 export class PreCreateCheckError extends Error {
   override readonly name = 'PreCreateCheckError';
@@ -56,7 +57,7 @@ async function checkKeyPair(ctx: OperationContext, problems: Problems): Promise<
   if (!cfg.KeyPairName) return;
   const { namespace, name } = namespacedName(cfg.KeyPairName, cfg.VMNamespace);
   const keyPair = await ctx.api.findKeyPair(namespace, name);
-  if (!keyPair) problems.push(`key pair ${namespace}/${name} (--harvester-key-pair-name) not found`);
+  if (!keyPair) problems.push(`key pair ${keyText(namespace, name)} (--harvester-key-pair-name) not found`);
   else if (!validated(keyPair.status?.conditions))
     problems.push(`keypair ${name} is not validated (--harvester-key-pair-name)`);
   else cfg.SSHPublicKey = keyPair.spec?.publicKey ?? '';
@@ -72,10 +73,10 @@ async function checkDisks(ctx: OperationContext, problems: Problems): Promise<vo
   for (const { image, flag } of images) {
     const { namespace, name } = namespacedName(image, cfg.VMNamespace);
     const found = await ctx.api.findImage(namespace, name);
-    if (!found) problems.push(`image ${namespace}/${name} (${flag}) not found`);
+    if (!found) problems.push(`image ${keyText(namespace, name)} (${flag}) not found`);
     else if (!found.status?.storageClassName) {
       problems.push(
-        `image ${namespace}/${name} (${flag}) has no storage class yet: is it still downloading, or did its import fail?`,
+        `image ${keyText(namespace, name)} (${flag}) has no storage class yet: is it still downloading, or did its import fail?`,
       );
     }
   }
@@ -99,7 +100,7 @@ async function checkNetworks(ctx: OperationContext, problems: Problems): Promise
     const { namespace, name } = namespacedName(network, cfg.VMNamespace);
     if (!(await ctx.api.findNetwork(namespace, name))) {
       problems.push(
-        `network ${namespace}/${name} (${flag}) not found (network-attachment-definitions.k8s.cni.cncf.io)`,
+        `network ${keyText(namespace, name)} (${flag}) not found (network-attachment-definitions.k8s.cni.cncf.io)`,
       );
     }
   }

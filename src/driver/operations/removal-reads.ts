@@ -1,29 +1,3 @@
-// What a removal reads to plan (removal-plan.ts), chosen so that its cost follows the machine
-// and its guest cluster, never the number of VMs and PVCs around it (ADR 0018):
-// - the VM and its instance, by name;
-// - each PVC the VM or its instance names, by name (a name that can be no PVC's is not read:
-//   the plan refuses it);
-// - for a whole-cluster removal, the PVCs labelled guestcluster.harvesterhci.io/name=<cluster>;
-// - as the other VMs whose use of a PVC keeps it: the VMs labelled for the same guest cluster
-//   (that list holds the machine's own VM too, so it is also how the VM is found). A machine
-//   outside a guest cluster, or whose cluster name no label can hold, is checked against every
-//   VM of its namespace, as before: no label bounds who may use its disks.
-// - a whole-cluster removal that would delete a labelled PVC none of the cluster's VMs names
-//   (a volume attached to nothing, or hot-plugged into a VM outside the cluster) asks Harvester
-//   about each such PVC: a dry-run delete, which its PVC webhook answers from its own index of
-//   the VMs that name a PVC. A refusal keeps the PVC. Only where Harvester's VM controller
-//   handles the VM (its cleanup finalizer is on it) is that answer taken; without the finalizer,
-//   or when any answer is no clear yes or no, every VM of the namespace is checked instead: the
-//   label says whose the volume is, not who uses it.
-// What is given up: a VM outside the guest cluster that uses one of the cluster's VMs' own
-// disks is not seen here. Harvester's own PVC webhook refuses to delete a PVC that a VM not
-// being deleted names as a claim (every release: by its VM index, before v1.4.0 by the
-// owned-by annotation), so that case costs a stalled removal, not data
-// (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook). The webhook does not count a
-// VM that is itself being deleted, nor one that names the PVC as a DataVolume.
-// Every read goes through the RemovalReader the caller gives; the pure choices of what to read
-// are src/harvester/removal-scope.ts's.
-
 import {
   wantsRemoveAllPvcs,
   type HarvesterDeleteAnswer,
@@ -114,7 +88,35 @@ export interface RemovalReadOptions {
   vmsRead?: ListRead;
 }
 
-/** Reads what the plan needs; undefined when the VM does not exist (any more). */
+/**
+ * Reads what the plan needs; undefined when the VM does not exist (any more).
+ *
+ * What a removal reads to plan (removal-plan.ts), chosen so that its cost follows the machine
+ * and its guest cluster, never the number of VMs and PVCs around it:
+ * - the VM and its instance, by name;
+ * - each PVC the VM or its instance names, by name (a name that can be no PVC's is not read:
+ *   the plan refuses it);
+ * - for a whole-cluster removal, the PVCs labelled guestcluster.harvesterhci.io/name=<cluster>;
+ * - as the other VMs whose use of a PVC keeps it: the VMs labelled for the same guest cluster
+ *   (that list holds the machine's own VM too, so it is also how the VM is found). A machine
+ *   outside a guest cluster, or whose cluster name no label can hold, is checked against every
+ *   VM of its namespace, as before: no label bounds who may use its disks.
+ * - a whole-cluster removal that would delete a labelled PVC none of the cluster's VMs names
+ *   (a volume attached to nothing, or hot-plugged into a VM outside the cluster) asks Harvester
+ *   about each such PVC: a dry-run delete, which its PVC webhook answers from its own index of
+ *   the VMs that name a PVC. A refusal keeps the PVC. Only where Harvester's VM controller
+ *   handles the VM (its cleanup finalizer is on it) is that answer taken; without the finalizer,
+ *   or when any answer is no clear yes or no, every VM of the namespace is checked instead: the
+ *   label says whose the volume is, not who uses it.
+ * What is given up: a VM outside the guest cluster that uses one of the cluster's VMs' own
+ * disks is not seen here. Harvester's own PVC webhook refuses to delete a PVC that a VM not
+ * being deleted names as a claim (every release: by its VM index, before v1.4.0 by the
+ * owned-by annotation), so that case costs a stalled removal, not data
+ * (docs/upstream/harvester-kubevirt.md#pvc-deletion-webhook). The webhook does not count a
+ * VM that is itself being deleted, nor one that names the PVC as a DataVolume.
+ * Every read goes through the RemovalReader the caller gives; the pure choices of what to read
+ * are src/harvester/removal-scope.ts's.
+ */
 export async function readForRemoval(
   reader: RemovalReader,
   target: RemovalTarget,

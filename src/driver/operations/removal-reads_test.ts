@@ -6,7 +6,7 @@
 // counts what it hands out. The properties: no PVC that a VM the removal protects by uses is
 // ever planned; a plain removal plans no hot-plugged volume; the plan differs from one made
 // from every VM and PVC of the namespace only by PVCs that a VM outside the guest cluster
-// uses (what ADR 0018 leaves to Harvester's webhook); and what is read does not grow with
+// uses (what the removal leaves to Harvester's webhook); and what is read does not grow with
 // other clusters' VMs and PVCs. Where Harvester handles the machine's VM (its cleanup
 // finalizer), the namespace also answers dry-run deletes as Harvester's PVC webhook does, or
 // fails to.
@@ -355,7 +355,7 @@ describe('readForRemoval: what a removal reads, over random namespaces', () => {
       fc.asyncProperty(caseArb, async ({ world }) => {
         const { inputs } = await readAndPlan(world);
         if (!inputs.removeAll) return;
-        // The machine's own disks used outside the cluster are left to Harvester's webhook (ADR 0018).
+        // The machine's own disks used outside the cluster are left to Harvester's webhook.
         const clusterNames = new Set([
           ...protecting(world).flatMap((v) => claimsOf(v.spec.template.spec.volumes)),
           ...claimsToRead(inputs.vm, world.vmi),

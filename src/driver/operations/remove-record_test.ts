@@ -1,5 +1,5 @@
 // The removal plans from the watch cache as it is, then checks its record against the VMs "not
-// older than" that record (ADR 0018): a VM the cache did not show yet still protects its PVC.
+// older than" that record: a VM the cache did not show yet still protects its PVC.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ANNOTATION_REMOVED_PVCS, LABEL_GUEST_CLUSTER_NAME } from '../../harvester/labels.js';

@@ -4,7 +4,7 @@
 // A VM already gone is success. The plan is recorded with an optimistic-lock patch, so
 // a concurrent change (a volume hot-plugged meanwhile) makes us read and plan again.
 // What is read to plan is removal-reads.ts's choice: the machine's objects and its guest
-// cluster's, never every VM and PVC of the namespace (ADR 0018). One reader serves a removal.
+// cluster's, never every VM and PVC of the namespace. One reader serves a removal.
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import {
   planRemoval,
@@ -25,6 +25,7 @@ import type { Vm } from '../../harvester-access/harvester-api.js';
 import { vmRef, type OperationContext } from './context.js';
 import { freeMachineClaims } from '../fixed-addresses/fixed-address.js';
 import { waitVmGone } from './waits.js';
+import { keyText } from '../../api/object-key.js';
 
 const MAX_PLAN_ATTEMPTS = 5;
 
@@ -36,7 +37,7 @@ export function removalReader(ctx: OperationContext): RemovalReader {
     findVmi: (name) => ctx.api.findVmi(ns, name),
     findPvc: (name) => ctx.api.findPvc(ns, name),
     listVms: (labelSelector, read) => ctx.api.listVms(ns, labelSelector, read),
-    // Consistent: a PVC's revision cannot be waited for in the VM cache (ADR 0018).
+    // Consistent: a PVC's revision cannot be waited for in the VM cache.
     listPvcs: (labelSelector) => ctx.api.listPvcs(ns, labelSelector),
     askToDeletePvc: (pvc) => ctx.api.askToDeletePvc(ns, pvc),
   };
@@ -73,7 +74,7 @@ async function readAndPlan(ctx: OperationContext, reads: RemovalReader, opts: Re
  * VM: once it is done the VMs are listed again "not older than" that write, which the VM cache
  * reaches at once, and which holds every VM written before the record. The plan made from that
  * list is the one kept; when it differs (a VM came to use a planned PVC) it is recorded instead,
- * and checked the same way (ADR 0018).
+ * and checked the same way.
  */
 export async function recordPlan(
   ctx: OperationContext,
@@ -139,7 +140,7 @@ async function deleteLeftovers(
     if (!pvc) continue;
     const name = pvc.metadata.name;
     if (used.has(name)) continue;
-    ctx.log.info(`Deleting volume ${ns}/${name} that Harvester left behind`);
+    ctx.log.info(`Deleting volume ${keyText(ns, name)} that Harvester left behind`);
     await ctx.api.deletePvc(ns, name, pvc.metadata.uid);
   }
 }

@@ -1,7 +1,7 @@
 // The job log of a wait, as Rancher shows it: a line when the watched object's phase
 // changes, and while nothing changes a "Still waiting" line every interval that repeats
 // the last state seen (with the condition that holds it) and the time waited so far.
-// Rate-limited on purpose: a 10-minute wait prints at most 40 progress lines at 15 s.
+// Rate-limited on purpose: a long wait prints one progress line per interval, however busy.
 import { formatDuration } from '../../common/durations.js';
 import { phaseOf } from '../../harvester/vm-progress.js';
 import type { Logger } from '../../log/logger.js';

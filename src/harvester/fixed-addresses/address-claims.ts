@@ -3,11 +3,12 @@
 // whoever creates it holds the address, an AlreadyExists means someone else does. Once the
 // VM exists the claim is owned by it, so Kubernetes' garbage collector frees the address
 // with the VM whatever happens to the driver. Pure: the objects, reading them back, and the
-// decisions (docs/decisions/0016-per-machine-addresses.md).
+// decisions.
 import { formatLabelValue } from '../labels.js';
 import { claimName, networkKey, poolAddressProblem, type IpPoolInfo } from './ip-pool.js';
 import { unicastMacProblem } from './mac-address.js';
 import type { ObjectMeta } from '../types.js';
+import { keyText, keyTextOf } from '../../api/object-key.js';
 
 /** On every claim: the network's key, so one list finds the network's claims. */
 export const LABEL_ADDRESS_CLAIM = 'harvester-machine.io/address-claim';
@@ -125,7 +126,7 @@ export function readClaim(cm: {
  * interface's (docs/security.md#the-inputs). Empty when it may be used.
  */
 export function claimProblems(claim: AddressClaim, info: IpPoolInfo): string[] {
-  const which = `address claim ConfigMap ${claim.namespace}/${claim.name}`;
+  const which = `address claim ConfigMap ${keyText(claim.namespace, claim.name)}`;
   const problems: string[] = [];
   const address = poolAddressProblem(info, claim.address);
   if (address) problems.push(`${which}: its "address" ${claim.address} ${address}`);
@@ -244,7 +245,7 @@ export function leftoverClaims(
   minAgeMs: number,
 ): LeftoverClaim[] {
   const vmByUid = new Map(vms.map((v) => [v.metadata.uid, v]));
-  const vmByName = new Map(vms.map((v) => [`${v.metadata.namespace ?? ''}/${v.metadata.name}`, v]));
+  const vmByName = new Map(vms.map((v) => [keyTextOf(v), v]));
   const recorded = new Set(
     vms.flatMap((v) => {
       const f = fixedAddressOfVm(v.metadata.annotations);
@@ -264,12 +265,12 @@ export function leftoverClaims(
       machine: c.machine,
     };
     const push = (reason: string): void => void out.push({ ...base, reason });
-    const vm = c.owner ? vmByUid.get(c.owner.uid) : vmByName.get(`${c.namespace}/${c.machine}`);
-    if (c.owner && !vm) push(`its VM ${c.namespace}/${c.owner.name} is gone`);
+    const vm = c.owner ? vmByUid.get(c.owner.uid) : vmByName.get(keyText(c.namespace, c.machine));
+    if (c.owner && !vm) push(`its VM ${keyText(c.namespace, c.owner.name)} is gone`);
     else if (!vm) push(`never adopted, and machine ${c.machine} has no VM`);
     else if (!recorded.has(`${c.namespace}|${c.network}|${c.address}`)) {
       const has = fixedAddressOfVm(vm.metadata.annotations);
-      const vmName = `${c.namespace}/${vm.metadata.name ?? ''}`;
+      const vmName = keyText(c.namespace, vm.metadata.name);
       if (has) push(`no VM has this address: VM ${vmName} has ${has.address}`);
       else if (!c.owner)
         push(`no VM has this address: VM ${vmName} of machine ${c.machine} has no fixed address`);

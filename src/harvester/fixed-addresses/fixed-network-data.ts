@@ -4,8 +4,7 @@
 // cloud-init's v1 and v2 formats both work: the entry is added in the format the operator
 // wrote (v1 when there is none, as Harvester's network-data templates are). Where the
 // operator's data already configures that NIC, or sets a default gateway when the pool sets
-// one too, the two cannot both hold: that is refused, naming both flags
-// (docs/decisions/0016-per-machine-addresses.md).
+// one too, the two cannot both hold: that is refused, naming both flags.
 import { Document, isMap, isSeq, parseDocument, type YAMLMap } from 'yaml';
 import { yamlProblem } from '../../common/parse-problems.js';
 

@@ -7,6 +7,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { GoDriverConfig } from '../config/go-config.js';
 import { namespacedName, nicName } from '../names.js';
 import type { VMINetworkInterfaceStatus, VirtualMachineInstance } from '../types.js';
+import { keyText } from '../../api/object-key.js';
 
 export interface NodeAddresses {
   /** First usable IPv4 address of the chosen interface. */
@@ -55,7 +56,7 @@ export function interfaceNameForNetwork(
   if (networks.some((_n, i) => nicName(i) === ipNetwork)) return ipNetwork;
   const key = (value: string): string => {
     const { namespace, name } = namespacedName(value, cfg.VMNamespace);
-    return `${namespace}/${name}`;
+    return keyText(namespace, name);
   };
   const wanted = key(ipNetwork);
   const index = networks.findIndex((n) => n !== '' && key(n) === wanted);

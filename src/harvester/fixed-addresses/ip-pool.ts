@@ -1,7 +1,7 @@
 // --harvester-ip-pool-info: the addresses a machine pool's VMs take their fixed address
 // from, one per machine (harvester/harvester#2099, #9810). Either the operator describes the
 // pool (a range or a CIDR, exclusions, prefix, gateway, DNS) and the driver hands addresses
-// out itself (docs/decisions/0016-per-machine-addresses.md), or the network has an IPPool of
+// out itself, or the network has an IPPool of
 // Harvester's vm-dhcp-controller and that pool hands them out (then only `network` and
 // `interface` are given). Pure: parsing, checks, the usable addresses, and names.
 import { createHash } from 'node:crypto';
@@ -19,6 +19,7 @@ import {
   parseIpv4Range,
 } from './ipv4.js';
 import { namespacedName, nicName } from '../names.js';
+import { keyText } from '../../api/object-key.js';
 
 /** The flag's value as saved (HarvesterMachine.IPPoolInfo); "" and [] when not given. */
 export interface IpPoolInfo {
@@ -121,7 +122,7 @@ export function poolInterface(
 /** "default/vlan100": the network with its namespace. */
 export function poolNetworkId(info: IpPoolInfo, vmNamespace: string): string {
   const { namespace, name } = namespacedName(info.network, vmNamespace);
-  return `${namespace}/${name}`;
+  return keyText(namespace, name);
 }
 
 function addressListProblems(values: string[], key: string, problems: string[]): void {
@@ -245,7 +246,7 @@ function networkOfNic(
   if (!name) return false;
   const key = (v: string): string => {
     const n = namespacedName(v, cfg.VMNamespace);
-    return `${n.namespace}/${n.name}`;
+    return keyText(n.namespace, n.name);
   };
   return key(name) === key(network);
 }
@@ -328,8 +329,7 @@ export function networkKey(networkId: string): string {
 
 /**
  * The name of the object that holds one address of one network: `hm-ip-<network
- * key>-<a>-<b>-<c>-<d>`. One name per address is what makes a create-if-absent the lock
- * (docs/decisions/0016-per-machine-addresses.md).
+ * key>-<a>-<b>-<c>-<d>`. One name per address is what makes a create-if-absent the lock.
  */
 export function claimName(networkId: string, address: string): string {
   return `hm-ip-${networkKey(networkId)}-${address.replaceAll('.', '-')}`;

@@ -1,3 +1,4 @@
+import { keyTextOf } from '../../api/object-key.js';
 // Harvester's managed DHCP (the vm-dhcp-controller add-on, network.harvesterhci.io/v1alpha1)
 // as the driver sees it: which IPPool serves a network (the pool's controller labels the
 // network), what a VM's VirtualMachineNetworkConfig says its MAC got, and how full a pool
@@ -106,7 +107,7 @@ export function describeIpPool(pool: VmDhcpIpPool): string {
   const v4 = pool.spec?.ipv4Config;
   const range = v4?.pool?.start && v4.pool.end ? `${v4.pool.start}-${v4.pool.end}` : '';
   const where = [range, v4?.cidr].filter(Boolean).join(' of ');
-  return `${pool.metadata.namespace ?? ''}/${pool.metadata.name}${where ? ` (${where})` : ''}`;
+  return `${keyTextOf(pool)}${where ? ` (${where})` : ''}`;
 }
 
 /** The prefix length of the pool's CIDR (for the address the machine reports). */

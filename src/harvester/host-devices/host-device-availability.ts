@@ -8,6 +8,7 @@
 import type { PciDevice, PciDeviceClaim, UsbDevice } from '../../api/harvester.js';
 import type { ObjectMeta } from '../../api/meta.js';
 import type { GoHostDeviceInfo } from '../config/go-config.js';
+import { keyText } from '../../api/object-key.js';
 
 export const ANNOTATION_DEVICE_ALLOCATION = 'harvesterhci.io/deviceAllocationDetails';
 
@@ -50,7 +51,7 @@ interface Candidate {
 }
 
 const MAX_LISTED = 10;
-const vmRef = (m: ObjectMeta): string => `${m.namespace ?? ''}/${m.name ?? ''}`;
+const vmRef = (m: ObjectMeta): string => keyText(m.namespace, m.name);
 
 /** Device object name → the VM using it: Harvester's allocation record, or a VM naming it. */
 function devicesInUse(vms: readonly DeviceUsingVm[], self: string): Map<string, string> {

@@ -1,16 +1,3 @@
-// Gob decoder for one stream, following Go's decoder step for step where it matters:
-//
-// - one current message; the next one is read only inside the type sequence, when
-//   the current one is used up (Go's decodeTypeSequence);
-// - inside an interface value, a definition may be followed by more bytes of the
-//   same message: one uint (a byte count) is then skipped; elsewhere it is an error;
-// - the byte count in front of an interface's concrete value is read and ignored;
-// - struct fields are matched by name; fields we do not know are read and dropped.
-//
-// Bytes arrive in chunks, and a value can span several messages (definitions sent
-// mid-value by Go's encoder), so decoding is written as generators that yield when
-// they need the next message. A value in progress is resumed when that message has
-// arrived, and no byte is ever decoded twice.
 import { ByteQueue, takeMessage } from './byte-queue.js';
 import { GobError } from './gob-error.js';
 import { derefType, typeString, zeroValue } from './go-types.js';
@@ -49,6 +36,21 @@ const NOT_YET: DecodeResult<never> = Object.freeze({ done: false });
 const EMPTY = new Uint8Array(0);
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
+/**
+ * Gob decoder for one stream, following Go's decoder step for step where it matters:
+ *
+ * - one current message; the next one is read only inside the type sequence, when
+ *   the current one is used up (Go's decodeTypeSequence);
+ * - inside an interface value, a definition may be followed by more bytes of the
+ *   same message: one uint (a byte count) is then skipped; elsewhere it is an error;
+ * - the byte count in front of an interface's concrete value is read and ignored;
+ * - struct fields are matched by name; fields we do not know are read and dropped.
+ *
+ * Bytes arrive in chunks, and a value can span several messages (definitions sent
+ * mid-value by Go's encoder), so decoding is written as generators that yield when
+ * they need the next message. A value in progress is resumed when that message has
+ * arrived, and no byte is ever decoded twice.
+ */
 export class GobDecoder {
   private readonly queue = new ByteQueue();
   private readonly reader = new MessageReader();

@@ -168,7 +168,7 @@ describe('message framing', () => {
   });
 
   it('takes a message that arrived one byte per chunk in linear time', () => {
-    // 50,000 one-byte chunks: 3.5 s when every consumed chunk shifted the chunk array.
+    // 50,000 one-byte chunks: seconds when every consumed chunk shifted the chunk array.
     const size = 50_000;
     const q = new ByteQueue();
     for (const b of [0xfd, (size >> 16) & 0xff, (size >> 8) & 0xff, size & 0xff]) q.push(Uint8Array.of(b));
