@@ -12,22 +12,27 @@ import {
   clusterIndexKey,
   rancherCaches,
   type RancherCaches,
-} from './caches.js';
-import type { ControllerConfig } from './config.js';
+} from './shared/caches.js';
+import type { ControllerConfig } from './process/config.js';
 import { CAPI_LABEL_CLUSTER_NAME, LABEL_RKE_CAPI_MACHINE } from '../rancher/labels.js';
-import { CredentialMonitor } from './credential-monitor.js';
-import { formatSecretRef } from './credential-choice.js';
-import { EventRecorder } from './events.js';
-import { HarvesterClients, KubeconfigClients } from './harvester-access.js';
-import { GUEST_MAX_RESPONSE_BYTES, GuestWatches } from './guest-watches.js';
-import { VolumeOwnership, ownershipMetrics } from './volume-ownership.js';
-import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
-import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
-import { MachineReconciler } from './machine-reconciler.js';
-import { controllerMetrics, countRequests, workQueueMetrics, type ControllerMetrics } from './metrics.js';
-import { collectReferences } from './references.js';
-import { buildSummary, StatusWriter } from './status-report.js';
-import type { HarvesterMachine } from './types.js';
+import { CredentialMonitor } from './credentials/credential-monitor.js';
+import { formatSecretRef } from './shared/credential-choice.js';
+import { EventRecorder } from './shared/events.js';
+import { HarvesterClients, KubeconfigClients } from './shared/harvester-access.js';
+import { GUEST_MAX_RESPONSE_BYTES, GuestWatches } from './guest-volumes/guest-watches.js';
+import { VolumeOwnership, ownershipMetrics } from './guest-volumes/volume-ownership.js';
+import { VolumeCleanup, volumeCleanupMetrics } from './deleted-clusters/volume-cleanup.js';
+import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancers/load-balancer-cleanup.js';
+import { MachineReconciler } from './gate/machine-reconciler.js';
+import {
+  controllerMetrics,
+  countRequests,
+  workQueueMetrics,
+  type ControllerMetrics,
+} from './shared/metrics.js';
+import { collectReferences } from './credentials/references.js';
+import { buildSummary, StatusWriter } from './status/status-report.js';
+import type { HarvesterMachine } from './shared/types.js';
 
 export type CleanupControllerConfig = Pick<
   ControllerConfig,

@@ -5,13 +5,13 @@
 import os from 'node:os';
 import { KubeClient, setUserAgentProgram } from '../kube/index.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { HelpRequested, parseConfig, type ControllerConfig } from './config.js';
-import { rancherKubeconfig } from './rancher-kubeconfig.js';
+import { HelpRequested, parseConfig, type ControllerConfig } from './process/config.js';
+import { rancherKubeconfig } from './process/rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
-import { startHttpServer } from './http-server.js';
-import { LeaderElector } from './leader-election.js';
-import { controllerMetrics, countRequests } from './metrics.js';
-import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks-command.js';
+import { startHttpServer } from './process/http-server.js';
+import { LeaderElector } from './process/leader-election.js';
+import { controllerMetrics, countRequests } from './shared/metrics.js';
+import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks/remove-hooks-command.js';
 
 export interface Running {
   /** The metrics/health port (useful with port 0). */

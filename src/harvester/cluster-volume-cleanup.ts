@@ -15,7 +15,7 @@
 //   guest cluster ever named it, or its claim was not corroborated, or an earlier controller
 //   recorded it on the guest's word alone (guest-volumes.ts ownershipBar, ADR 0021);
 // - never one already being deleted (it goes anyway).
-// Pure: the controller lists and deletes (src/controller/volume-cleanup.ts).
+// Pure: the controller lists and deletes (src/controller/deleted-clusters/volume-cleanup.ts).
 import { ownershipBar } from './guest-volumes.js';
 import { LABEL_GUEST_CLUSTER_NAME } from './labels.js';
 import { usageIndex, type HostPvc, type PodLike } from './orphaned-volumes.js';

@@ -2,9 +2,9 @@
 // or pool still points at an expired credential while its cluster has a valid one for the
 // same Harvester cluster (docs/upstream/seeds.md#second-report: Terraform switched the cluster to a new
 // credential; old machines kept the old one and could not be removed).
-import { formatDuration } from '../common/durations.js';
-import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
-import type { SecretRef } from './credential-choice.js';
+import { formatDuration } from '../../common/durations.js';
+import { CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
+import type { SecretRef } from '../shared/credential-choice.js';
 
 export type CredentialState = 'valid' | 'expiring-soon' | 'expired' | 'rejected' | 'invalid' | 'unknown';
 /** 'invalid': the kubeconfig itself cannot be used, so nothing was sent. */

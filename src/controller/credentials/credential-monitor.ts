@@ -1,19 +1,19 @@
 // Credential health: each Harvester cloud credential's state (probe + recorded expiry),
 // Events on the credential and on everything that references it when it turns bad, and
 // per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
-import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
-import type { ReconcileResult } from '../kube/index.js';
-import { KubeconfigError } from '../kube/kubeconfig-content.js';
-import { Resources } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
+import { formatKey, objectKey, type ObjectKey } from '../../api/object-key.js';
+import type { ReconcileResult } from '../../kube/index.js';
+import { KubeconfigError } from '../../kube/kubeconfig-content.js';
+import { Resources } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
 import {
   expiryFromAnnotation,
   harvesterClusterId,
   isHarvesterCredential,
-} from '../rancher/cloud-credential.js';
-import { BY_CLUSTER, BY_CREDENTIAL, clusterIndexKey, type RancherCaches } from './caches.js';
-import { Reasons } from './constants.js';
-import { formatSecretRef, type SecretRef } from './credential-choice.js';
+} from '../../rancher/cloud-credential.js';
+import { BY_CLUSTER, BY_CREDENTIAL, clusterIndexKey, type RancherCaches } from '../shared/caches.js';
+import { Reasons } from '../constants.js';
+import { formatSecretRef, type SecretRef } from '../shared/credential-choice.js';
 import {
   classifyCredential,
   findCredentialMismatches,
@@ -22,9 +22,9 @@ import {
   type MismatchReport,
   type ProbeResult,
 } from './credential-health.js';
-import type { EventRecorder } from './events.js';
-import { probeCredential, type HarvesterClients } from './harvester-access.js';
-import { replaceAll, type ControllerMetrics } from './metrics.js';
+import type { EventRecorder } from '../shared/events.js';
+import { probeCredential, type HarvesterClients } from '../shared/harvester-access.js';
+import { replaceAll, type ControllerMetrics } from '../shared/metrics.js';
 import { collectReferences } from './references.js';
 
 export interface CredentialRecord {

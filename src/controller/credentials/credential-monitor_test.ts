@@ -3,17 +3,17 @@
 // valid at once; the slow ones end as unreachable at the probe deadline.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeClient } from '../kube/client.js';
-import { parseKey, type ObjectKey } from '../api/object-key.js';
-import { WorkQueue } from '../kube/work-queue.js';
-import { silentLogger } from '../log/logger.js';
-import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
-import type { RancherCaches } from './caches.js';
+import type { KubeClient } from '../../kube/client.js';
+import { parseKey, type ObjectKey } from '../../api/object-key.js';
+import { WorkQueue } from '../../kube/work-queue.js';
+import { silentLogger } from '../../log/logger.js';
+import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
+import type { RancherCaches } from '../shared/caches.js';
 import { CredentialMonitor } from './credential-monitor.js';
-import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
-import { controllerMetrics } from './metrics.js';
-import type { SecretObject } from './types.js';
+import type { EventRecorder } from '../shared/events.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
+import { controllerMetrics } from '../shared/metrics.js';
+import type { SecretObject } from '../shared/types.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 

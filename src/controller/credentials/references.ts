@@ -1,10 +1,10 @@
 // Who references which cloud credential: clusters, their machine pools, and machines (the
 // credential a HarvesterMachine recorded is what Rancher's removal job will use).
-import { keyOf } from '../api/object-key.js';
-import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
-import { parseCredentialRef, type SecretRef } from './credential-choice.js';
+import { keyOf } from '../../api/object-key.js';
+import { CAPI_LABEL_CLUSTER_NAME } from '../../rancher/labels.js';
+import { parseCredentialRef, type SecretRef } from '../shared/credential-choice.js';
 import type { CredentialReference } from './credential-health.js';
-import type { HarvesterMachine, ProvisioningCluster } from './types.js';
+import type { HarvesterMachine, ProvisioningCluster } from '../shared/types.js';
 
 export interface ClusterReferences {
   cluster: { namespace: string; name: string };

@@ -11,17 +11,17 @@
 // - failures: retried with backoff (1 s … 60 s), a Warning each time (folded by the recorder),
 //   until the deadline after the cluster's deletionTimestamp, then abandoned with a Warning
 //   naming `harvester-machine leftovers --delete`.
-import { formatKey, objectKey, type ObjectKey } from '../api/object-key.js';
-import type { KubeClient, ReconcileResult } from '../kube/index.js';
-import { Resources, type KubeObject, type ResourceType } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from './caches.js';
-import { learnTargets, withTargetClient, type ClusterTarget } from './cluster-targets.js';
-import { classifyDeletion } from './deletion-scope.js';
-import type { EventRecorder } from './events.js';
-import type { FailureReason } from './gate-decision.js';
-import type { HarvesterClients } from './harvester-access.js';
-import type { ProvisioningCluster } from './types.js';
+import { formatKey, objectKey, type ObjectKey } from '../../api/object-key.js';
+import type { KubeClient, ReconcileResult } from '../../kube/index.js';
+import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from '../shared/caches.js';
+import { learnTargets, withTargetClient, type ClusterTarget } from '../shared/cluster-targets.js';
+import { classifyDeletion } from '../gate/deletion-scope.js';
+import type { EventRecorder } from '../shared/events.js';
+import type { FailureReason } from '../gate/gate-decision.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { ProvisioningCluster } from '../shared/types.js';
 import type { Counter } from 'prom-client';
 
 const MAX_RETRY_MS = 60_000;

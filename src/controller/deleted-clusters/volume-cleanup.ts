@@ -6,25 +6,25 @@
 // not select, what another VM of the cluster still used when one VM went, what was recorded
 // only at the last inventory. The decision is src/harvester/cluster-volume-cleanup.ts: never a
 // volume in use by any VM, VM instance or pod, nor one a live guest cluster's PV names.
-import type { ObjectKey } from '../api/object-key.js';
-import { decideVolumeCleanup } from '../harvester/cluster-volume-cleanup.js';
-import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import type { HostPvc, PodLike } from '../harvester/orphaned-volumes.js';
-import type { VirtualMachine, VirtualMachineInstance } from '../harvester/types.js';
-import { isConflict, isForbidden, type KubeClient, type ReconcileResult } from '../kube/index.js';
-import { Resources } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
+import type { ObjectKey } from '../../api/object-key.js';
+import { decideVolumeCleanup } from '../../harvester/cluster-volume-cleanup.js';
+import { LABEL_GUEST_CLUSTER_NAME } from '../../harvester/labels.js';
+import type { HostPvc, PodLike } from '../../harvester/orphaned-volumes.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../../harvester/types.js';
+import { isConflict, isForbidden, type KubeClient, type ReconcileResult } from '../../kube/index.js';
+import { Resources } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
 import { Counter, type Registry } from 'prom-client';
-import type { RancherCaches } from './caches.js';
+import type { RancherCaches } from '../shared/caches.js';
 import {
   DeletedClusterCleanup,
   type DeletedCluster,
   type LeftoverKind,
   type TargetOutcome,
 } from './deleted-cluster-cleanup.js';
-import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
-import type { VolumeOwnership } from './volume-ownership.js';
+import type { EventRecorder } from '../shared/events.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { VolumeOwnership } from '../guest-volumes/volume-ownership.js';
 
 export const VolumeReasons = {
   deleted: 'HarvesterVolumesDeleted',

@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import type { KubeClient } from '../kube/client.js';
-import { KubeError } from '../kube/errors.js';
-import { Resources, type ResourceType } from '../kube/resources.js';
-import { silentLogger } from '../log/logger.js';
-import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
-import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
-import type { RancherCaches } from './caches.js';
-import { fakeCache } from './testing/fake-cache.js';
-import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+import { LABEL_GUEST_CLUSTER_NAME } from '../../harvester/labels.js';
+import type { KubeClient } from '../../kube/client.js';
+import { KubeError } from '../../kube/errors.js';
+import { Resources, type ResourceType } from '../../kube/resources.js';
+import { silentLogger } from '../../log/logger.js';
+import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
+import { CAPI_LABEL_CLUSTER_NAME } from '../../rancher/labels.js';
+import type { RancherCaches } from '../shared/caches.js';
+import { fakeCache } from '../testing/fake-cache.js';
+import type { EventRecorder } from '../shared/events.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
-import type { VolumeOwnership } from './volume-ownership.js';
+import type { VolumeOwnership } from '../guest-volumes/volume-ownership.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const pvc = (name: string, cluster?: string) => ({

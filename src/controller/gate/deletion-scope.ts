@@ -3,8 +3,8 @@
 // (harvester#3272). Same signal as Rancher's handler
 // (docs/upstream/rancher.md#cleanup-handler), widened to the provisioning Cluster, which
 // Rancher marks deleted before it deletes the CAPI Cluster.
-import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../harvester/labels.js';
-import type { KubeObject } from '../kube/resources.js';
+import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../harvester/labels.js';
+import type { KubeObject } from '../../kube/resources.js';
 
 export type DeletionScope =
   | { kind: 'not-deleting' }

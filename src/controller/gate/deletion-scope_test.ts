@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { classifyDeletion, parseGoBool } from './deletion-scope.js';
-import type { KubeObject } from '../kube/resources.js';
+import type { KubeObject } from '../../kube/resources.js';
 
 const obj = (name: string, opts: { deleting?: boolean; skip?: string } = {}): KubeObject => ({
   metadata: {

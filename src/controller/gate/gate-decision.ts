@@ -2,7 +2,7 @@
 // does not delete the HarvesterMachine (and so Rancher does not run the driver's removal)
 // while the hook is there. These two pure functions say when to add it, when to do the
 // cleanup, and when to let go; docs/decisions/0005-cleanup-gate.md says why.
-import { formatDuration } from '../common/durations.js';
+import { formatDuration } from '../../common/durations.js';
 import type { DeletionScope } from './deletion-scope.js';
 
 export type InfraState = 'present' | 'deleting' | 'gone';

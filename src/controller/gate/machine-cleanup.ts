@@ -3,22 +3,22 @@
 // falling back to other credentials of the same Harvester cluster when one is rejected.
 // attemptCleanup is what the reconciler calls: it never throws and never outlasts the
 // time it was given, so every attempt ends in an outcome the gate's deadline applies to.
-import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
-import { formatDuration } from '../common/durations.js';
-import { isCredentialRejected, KubeError } from '../kube/index.js';
-import { KubeconfigError } from '../kube/kubeconfig-content.js';
-import { redact } from '../log/redact.js';
-import { expiryFromAnnotation, harvesterClusterId } from '../rancher/cloud-credential.js';
-import type { Cache } from './caches.js';
+import { UNSEEN_CREDENTIAL_HINT } from '../constants.js';
+import { formatDuration } from '../../common/durations.js';
+import { isCredentialRejected, KubeError } from '../../kube/index.js';
+import { KubeconfigError } from '../../kube/kubeconfig-content.js';
+import { redact } from '../../log/redact.js';
+import { expiryFromAnnotation, harvesterClusterId } from '../../rancher/cloud-credential.js';
+import type { Cache } from '../shared/caches.js';
 import {
   credentialCandidates,
   findMachinePool,
   formatSecretRef,
   usableCandidates,
-} from './credential-choice.js';
+} from '../shared/credential-choice.js';
 import type { CleanupOutcome, FailureReason } from './gate-decision.js';
-import { annotateMachineVm, type HarvesterClients } from './harvester-access.js';
-import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
+import { annotateMachineVm, type HarvesterClients } from '../shared/harvester-access.js';
+import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from '../shared/types.js';
 
 export interface CleanupDeps {
   /** The cache of the credential namespace: Rancher keeps every cloud credential there, and the controller may read no other Secret. */

@@ -1,26 +1,26 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { formatKey, keyOf, objectKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, keyOf, objectKey, type ObjectKey } from '../../api/object-key.js';
 import {
   ignoreNotFound,
   isConflict,
   isNotFound,
   type KubeClient,
   type ReconcileResult,
-} from '../kube/index.js';
-import { Resources } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { redact } from '../log/redact.js';
+} from '../../kube/index.js';
+import { Resources } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { redact } from '../../log/redact.js';
 import {
   CAPI_LABEL_CLUSTER_NAME,
   HARVESTER_MACHINE_GROUP,
   HARVESTER_MACHINE_KIND,
-} from '../rancher/labels.js';
-import type { RancherCaches } from './caches.js';
-import { CONDITION_CLEANUP, HOOK_OWNER, Reasons, hookAnnotation } from './constants.js';
+} from '../../rancher/labels.js';
+import type { RancherCaches } from '../shared/caches.js';
+import { CONDITION_CLEANUP, HOOK_OWNER, Reasons, hookAnnotation } from '../constants.js';
 import { attemptCleanup } from './machine-cleanup.js';
 import { classifyDeletion } from './deletion-scope.js';
-import type { EventRecorder } from './events.js';
+import type { EventRecorder } from '../shared/events.js';
 import {
   cleanupBudget,
   decideAfterCleanup,
@@ -30,9 +30,9 @@ import {
   type FailureReason,
   type InfraState,
 } from './gate-decision.js';
-import type { HarvesterClients } from './harvester-access.js';
-import type { ControllerMetrics } from './metrics.js';
-import type { CapiCondition, CapiMachine } from './types.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { ControllerMetrics } from '../shared/metrics.js';
+import type { CapiCondition, CapiMachine } from '../shared/types.js';
 
 export interface HeldGate {
   machine: string;

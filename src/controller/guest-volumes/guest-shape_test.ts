@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { HARVESTER_CSI_DRIVER, harvesterVolumes } from '../harvester/guest-volumes.js';
-import type { KubeObject } from '../kube/resources.js';
-import { CacheBoundExceeded, type KubeClient } from '../kube/index.js';
+import { HARVESTER_CSI_DRIVER, harvesterVolumes } from '../../harvester/guest-volumes.js';
+import type { KubeObject } from '../../kube/resources.js';
+import { CacheBoundExceeded, type KubeClient } from '../../kube/index.js';
 import { keptVolumes, listGuestVolumes, slimPersistentVolume } from './guest-watches.js';
-import { Malformed } from './object-shape.js';
+import { Malformed } from '../shared/object-shape.js';
 
 const pv = (over: Record<string, unknown> = {}, csi: Record<string, unknown> = {}): KubeObject =>
   ({

@@ -16,9 +16,13 @@
 // what starts the watch. Only a Secret Rancher says it wrote and that is not there is polled
 // (with the backoff above): a fault, so the polls scale with faults, not with clusters.
 // Events and the status follow changes of state or of the error, not each retry.
-import { formatKey, type ObjectKey } from '../api/object-key.js';
-import type { PersistentVolume } from '../api/core.js';
-import { harvesterVolumes, HARVESTER_CSI_DRIVER, type GuestVolumeList } from '../harvester/guest-volumes.js';
+import { formatKey, type ObjectKey } from '../../api/object-key.js';
+import type { PersistentVolume } from '../../api/core.js';
+import {
+  harvesterVolumes,
+  HARVESTER_CSI_DRIVER,
+  type GuestVolumeList,
+} from '../../harvester/guest-volumes.js';
 import {
   CacheBoundExceeded,
   MAX_CONTINUE_TOKEN,
@@ -26,14 +30,14 @@ import {
   isCredentialRejected,
   isTooLarge,
   type KubeClient,
-} from '../kube/index.js';
-import { KubeconfigError } from '../kube/kubeconfig-content.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { redact } from '../log/redact.js';
-import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../rancher/names.js';
-import type { SecretObject } from './types.js';
-import type { KubeconfigClients } from './harvester-access.js';
+} from '../../kube/index.js';
+import { KubeconfigError } from '../../kube/kubeconfig-content.js';
+import { Resources, type KubeObject } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { redact } from '../../log/redact.js';
+import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../../rancher/names.js';
+import type { SecretObject } from '../shared/types.js';
+import type { KubeconfigClients } from '../shared/harvester-access.js';
 import {
   MAX_NAME,
   MAX_NAMESPACE,
@@ -43,7 +47,7 @@ import {
   record,
   shapeChecked,
   text,
-} from './object-shape.js';
+} from '../shared/object-shape.js';
 
 export type GuestWatchState =
   /** Reading the Secret or listing for the first time. */

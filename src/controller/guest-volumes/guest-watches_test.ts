@@ -2,10 +2,10 @@
 // no watch opened (nothing but the list attempts reaches the guest).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeClient } from '../kube/client.js';
-import { silentLogger } from '../log/logger.js';
-import { GUEST_KUBECONFIG_KEY } from '../rancher/names.js';
-import { KubeconfigClients } from './harvester-access.js';
+import type { KubeClient } from '../../kube/client.js';
+import { silentLogger } from '../../log/logger.js';
+import { GUEST_KUBECONFIG_KEY } from '../../rancher/names.js';
+import { KubeconfigClients } from '../shared/harvester-access.js';
 import { GuestWatches, type GuestWatchState } from './guest-watches.js';
 
 const TOKEN = 'opaque-guest-admin-token-for-the-watch-test';

@@ -13,7 +13,7 @@
 // answer, recorded the same way, kept for the status and an Event, and the watch stopped.
 // Harvester sees one GET per new PV (one PATCH more when it is labelled) and nothing while
 // nothing changes; a PVC seen once is not asked about again.
-import { formatKey, type ObjectKey } from '../api/object-key.js';
+import { formatKey, type ObjectKey } from '../../api/object-key.js';
 import {
   decideOwnership,
   type GuestVolume,
@@ -21,21 +21,26 @@ import {
   type GuestVolumeList,
   type RecordPath,
   harvesterVolumes,
-} from '../harvester/guest-volumes.js';
-import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import type { PersistentVolumeClaim } from '../harvester/types.js';
-import { isConflict, type KubeClient, type ReconcileResult } from '../kube/index.js';
-import { Resources, type ResourceType, type KubeObject } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { redact } from '../log/redact.js';
+} from '../../harvester/guest-volumes.js';
+import { LABEL_GUEST_CLUSTER_NAME } from '../../harvester/labels.js';
+import type { PersistentVolumeClaim } from '../../harvester/types.js';
+import { isConflict, type KubeClient, type ReconcileResult } from '../../kube/index.js';
+import { Resources, type ResourceType, type KubeObject } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { redact } from '../../log/redact.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { RancherCaches } from './caches.js';
-import { learnTargets, withTargetClient, type ClusterTarget, type TargetFailure } from './cluster-targets.js';
-import type { EventRecorder } from './events.js';
-import type { GuestVolumesMode } from './config.js';
-import type { HarvesterClients } from './harvester-access.js';
+import type { RancherCaches } from '../shared/caches.js';
+import {
+  learnTargets,
+  withTargetClient,
+  type ClusterTarget,
+  type TargetFailure,
+} from '../shared/cluster-targets.js';
+import type { EventRecorder } from '../shared/events.js';
+import type { GuestVolumesMode } from '../process/config.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
 import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
-import { replaceAll } from './metrics.js';
+import { replaceAll } from '../shared/metrics.js';
 
 export const OwnershipReasons = {
   recorded: 'GuestVolumesRecorded',

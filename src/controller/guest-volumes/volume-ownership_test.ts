@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { silentLogger } from '../log/logger.js';
-import type { RancherCaches } from './caches.js';
-import type { EventRecorder } from './events.js';
+import { silentLogger } from '../../log/logger.js';
+import type { RancherCaches } from '../shared/caches.js';
+import type { EventRecorder } from '../shared/events.js';
 import type { GuestWatches, GuestWatchState } from './guest-watches.js';
-import type { HarvesterClients } from './harvester-access.js';
-import { fakeCache } from './testing/fake-cache.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
+import { fakeCache } from '../testing/fake-cache.js';
 import { ownershipMetrics, VolumeOwnership } from './volume-ownership.js';
 
 const cluster = { namespace: 'fleet-default', name: 'c1' };

@@ -4,7 +4,7 @@
 // Rancher's UI sets to the cluster's name but Terraform or a copied cluster may set to any
 // name, another cluster's included (docs/upstream/load-balancers.md#which-cluster-name).
 // Pure: the cleanup (load-balancer-cleanup.ts) asks before it lists anything on Harvester.
-import { isAmbiguousClusterName } from '../harvester/load-balancers.js';
+import { isAmbiguousClusterName } from '../../harvester/load-balancers.js';
 
 export interface ClusterNaming {
   namespace: string;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lbOwnership } from './lb-ownership.js';
-import { cloudProviderClusterName } from '../rancher/chart-values.js';
-import { slimCluster } from './cache-transforms.js';
+import { cloudProviderClusterName } from '../../rancher/chart-values.js';
+import { slimCluster } from '../shared/cache-transforms.js';
 
 const c = (name: string, lbClusterName?: string, namespace = 'fleet-default') => ({
   namespace,

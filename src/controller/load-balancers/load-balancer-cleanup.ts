@@ -13,22 +13,28 @@ import {
   decideLoadBalancerCleanup,
   describeLoadBalancer,
   type LoadBalancer,
-} from '../harvester/load-balancers.js';
-import { LABEL_GUEST_CLUSTER_NAME } from '../harvester/labels.js';
-import { isConflict, isForbidden, isNotFound, type KubeClient, type ReconcileResult } from '../kube/index.js';
-import type { ObjectKey } from '../api/object-key.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { cloudProviderClusterName } from '../rancher/chart-values.js';
-import type { RancherCaches } from './caches.js';
+} from '../../harvester/load-balancers.js';
+import { LABEL_GUEST_CLUSTER_NAME } from '../../harvester/labels.js';
+import {
+  isConflict,
+  isForbidden,
+  isNotFound,
+  type KubeClient,
+  type ReconcileResult,
+} from '../../kube/index.js';
+import type { ObjectKey } from '../../api/object-key.js';
+import { Resources, type KubeObject } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { cloudProviderClusterName } from '../../rancher/chart-values.js';
+import type { RancherCaches } from '../shared/caches.js';
 import {
   DeletedClusterCleanup,
   type DeletedCluster,
   type LeftoverKind,
   type TargetOutcome,
-} from './deleted-cluster-cleanup.js';
-import type { EventRecorder } from './events.js';
-import type { HarvesterClients } from './harvester-access.js';
+} from '../deleted-clusters/deleted-cluster-cleanup.js';
+import type { EventRecorder } from '../shared/events.js';
+import type { HarvesterClients } from '../shared/harvester-access.js';
 import { lbOwnership } from './lb-ownership.js';
 import { Counter, type Registry } from 'prom-client';
 

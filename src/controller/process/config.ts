@@ -1,10 +1,10 @@
 // The controller's configuration: flags first, then environment variables (Helm sets
 // those), then defaults. Parsing is pure; main.ts reads files and the environment.
 import { Command, CommanderError } from 'commander';
-import { DurationError, parseDuration as parseGoDuration } from '../common/durations.js';
-import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
-import { DEFAULT_HOOK_NAME } from './constants.js';
-import { DEFAULT_GUEST_MAX_VOLUMES } from './guest-watches.js';
+import { DurationError, parseDuration as parseGoDuration } from '../../common/durations.js';
+import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
+import { DEFAULT_HOOK_NAME } from '../constants.js';
+import { DEFAULT_GUEST_MAX_VOLUMES } from '../guest-volumes/guest-watches.js';
 import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
 /** When the controller reads guest clusters' volumes: always (a watch), only at a cluster's deletion, or never. */
 export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';

@@ -10,10 +10,10 @@
 // (not queued behind the controller's requests), one attempt per request and no retries,
 // each request bounded by the time left to the deadline, and a timer that steps down at
 // the deadline even while a request is still in flight.
-import { isAlreadyExists, isConflict, KubeClient } from '../kube/index.js';
-import { LeaseLock, microTime } from '../kube/lease.js';
-import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
-import type { Logger } from '../log/logger.js';
+import { isAlreadyExists, isConflict, KubeClient } from '../../kube/index.js';
+import { LeaseLock, microTime } from '../../kube/lease.js';
+import type { LoadedKubeconfig } from '../../kube/kubeconfig-loading.js';
+import type { Logger } from '../../log/logger.js';
 
 export interface LeaderElectionOptions {
   namespace: string;

@@ -1,6 +1,6 @@
 // The Rancher local cluster's kubeconfig for the controller and its remove-hooks command,
 // by client-go's rules (src/kube/kubeconfig-loading.ts).
-import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
+import { KubeconfigLoadError, loadKubeconfig, type LoadedKubeconfig } from '../../kube/kubeconfig-loading.js';
 import { ConfigError, type ControllerConfig } from './config.js';
 
 /**

@@ -5,8 +5,8 @@
 // leaseDurationSeconds as written (leader-election.ts), so none takes it back before the
 // hold runs out; the old leader stops acting within its renew deadline, which is shorter
 // than the lease duration it had written, and that is how long the caller must wait.
-import { isKubeError, type KubeClient } from '../kube/index.js';
-import { LeaseLock, microTime } from '../kube/lease.js';
+import { isKubeError, type KubeClient } from '../../kube/index.js';
+import { LeaseLock, microTime } from '../../kube/lease.js';
 
 export interface LeaseHold {
   /** The holder the Lease was taken from ('' when nobody held it). */

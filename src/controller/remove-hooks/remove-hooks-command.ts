@@ -2,11 +2,11 @@
 // pre-delete Job passes the Deployment's), plus --hold. Prints one summary line on stdout;
 // exits 0 when no hook is left, 1 when removing failed, 2 on bad usage.
 import os from 'node:os';
-import { KubeClient } from '../kube/index.js';
-import { createLogger } from '../log/logger.js';
-import { ConfigError, HelpRequested, parseConfig, parseDuration, USAGE } from './config.js';
-import { EventRecorder } from './events.js';
-import { rancherKubeconfig } from './rancher-kubeconfig.js';
+import { KubeClient } from '../../kube/index.js';
+import { createLogger } from '../../log/logger.js';
+import { ConfigError, HelpRequested, parseConfig, parseDuration, USAGE } from '../process/config.js';
+import { EventRecorder } from '../shared/events.js';
+import { rancherKubeconfig } from '../process/rancher-kubeconfig.js';
 import { HOLDER_PREFIX, removeHooks } from './remove-hooks.js';
 
 export const REMOVE_HOOKS_COMMAND = 'remove-hooks';

@@ -4,14 +4,14 @@
 // First it takes the controller's Lease (lease-hold.ts) so that no replica adds a hook back,
 // waits until the replica it took the Lease from has stopped acting, then removes the hooks
 // until a pass finds none left.
-import { keyOf } from '../api/object-key.js';
-import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
-import { Resources } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { hookAnnotation, Reasons } from './constants.js';
-import type { EventRecorder } from './events.js';
+import { keyOf } from '../../api/object-key.js';
+import { isConflict, isNotFound, type KubeClient } from '../../kube/index.js';
+import { Resources } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { hookAnnotation, Reasons } from '../constants.js';
+import type { EventRecorder } from '../shared/events.js';
 import { holdLease } from './lease-hold.js';
-import type { CapiMachine } from './types.js';
+import type { CapiMachine } from '../shared/types.js';
 
 export interface RemoveHooksOptions {
   client: KubeClient;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { hookAnnotation } from './constants.js';
+import { hookAnnotation } from '../constants.js';
 import { removeHooksCommand } from './remove-hooks-command.js';
 import { machinesWithHook, mustWaitForPreviousHolder } from './remove-hooks.js';
-import type { CapiMachine } from './types.js';
+import type { CapiMachine } from '../shared/types.js';
 
 const machine = (name: string, annotations: Record<string, string>): CapiMachine => ({
   metadata: { name, namespace: 'fleet-default', annotations },

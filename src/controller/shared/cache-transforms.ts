@@ -6,23 +6,23 @@
 // Each is shape-checked first (object-shape.ts): a field read later of the wrong type or an
 // absurd size throws Malformed naming it, and the cache drops the object and counts it
 // (caches.ts wraps each in shapeChecked), so one odd object never throws in a reconciler.
-import type { KubeObject, ObjectMeta } from '../kube/resources.js';
+import type { KubeObject, ObjectMeta } from '../../kube/resources.js';
 import {
   ANNOTATION_CREDENTIAL_EXPIRATION,
   CREDENTIAL_KEY_CLUSTER_ID,
   CREDENTIAL_KEY_CLUSTER_TYPE,
   CREDENTIAL_KEY_KUBECONFIG,
   isHarvesterCredential,
-} from '../rancher/cloud-credential.js';
-import { CLOUD_PROVIDER_CHART, cloudProviderClusterName } from '../rancher/chart-values.js';
-import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../harvester/labels.js';
+} from '../../rancher/cloud-credential.js';
+import { CLOUD_PROVIDER_CHART, cloudProviderClusterName } from '../../rancher/chart-values.js';
+import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../harvester/labels.js';
 import {
   CAPI_LABEL_CLUSTER_NAME,
   LABEL_CAPI_DEPLOYMENT,
   LABEL_RKE_CAPI_MACHINE,
   LABEL_RKE_MACHINE_POOL,
   PRE_TERMINATE_HOOK_PREFIX,
-} from '../rancher/labels.js';
+} from '../../rancher/labels.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from './types.js';
 import {
   MAX_NAMESPACE,

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../harvester/labels.js';
-import type { KubeObject } from '../kube/resources.js';
-import { cloudProviderClusterName } from '../rancher/chart-values.js';
+import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../harvester/labels.js';
+import type { KubeObject } from '../../kube/resources.js';
+import { cloudProviderClusterName } from '../../rancher/chart-values.js';
 import { slimCluster, slimHarvesterMachine, slimMachine, slimSecret } from './cache-transforms.js';
-import { hookAnnotation } from './constants.js';
+import { hookAnnotation } from '../constants.js';
 import { shapeChecked } from './object-shape.js';
 import { credentialCandidates, findMachinePool } from './credential-choice.js';
-import { classifyDeletion } from './deletion-scope.js';
-import { isHarvesterBacked } from './machine-reconciler.js';
-import { collectReferences } from './references.js';
+import { classifyDeletion } from '../gate/deletion-scope.js';
+import { isHarvesterBacked } from '../gate/machine-reconciler.js';
+import { collectReferences } from '../credentials/references.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster } from './types.js';
 
 const HOOK = hookAnnotation('harvester-machine-cleanup');

@@ -1,7 +1,7 @@
 // The controller's view of Rancher's local cluster: one shared cache per kind (one informer
 // per watched namespace, or one for all namespaces), each object slimmed to the fields used.
-import type { Cache, Manager } from '../kube/index.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
+import type { Cache, Manager } from '../../kube/index.js';
+import { Resources, type KubeObject } from '../../kube/resources.js';
 import {
   slimCluster,
   slimHarvesterMachine as slimHarvesterMachineOf,
@@ -9,9 +9,9 @@ import {
   slimSecret as slimSecretOf,
 } from './cache-transforms.js';
 import { shapeChecked } from './object-shape.js';
-import type { ControllerConfig } from './config.js';
+import type { ControllerConfig } from '../process/config.js';
 import { formatSecretRef, parseCredentialRef } from './credential-choice.js';
-import { CAPI_LABEL_CLUSTER_NAME } from '../rancher/labels.js';
+import { CAPI_LABEL_CLUSTER_NAME } from '../../rancher/labels.js';
 import type {
   CapiCluster,
   CapiMachine,
@@ -20,7 +20,7 @@ import type {
   SecretObject,
 } from './types.js';
 
-export type { Cache } from '../kube/index.js';
+export type { Cache } from '../../kube/index.js';
 
 export interface RancherCaches {
   machines: Cache<CapiMachine>;

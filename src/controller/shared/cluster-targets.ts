@@ -4,11 +4,11 @@
 // falling back only within one Harvester cluster, each failure described as the gate
 // describes it. The load balancer and volume cleanups and the ownership recorder all reach
 // Harvester this way, so a cluster's leftovers are handled with its own credential.
-import { objectKey } from '../api/object-key.js';
-import { isCredentialRejected, type KubeClient } from '../kube/index.js';
-import { harvesterClusterId } from '../rancher/cloud-credential.js';
+import { objectKey } from '../../api/object-key.js';
+import { isCredentialRejected, type KubeClient } from '../../kube/index.js';
+import { harvesterClusterId } from '../../rancher/cloud-credential.js';
 import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from './caches.js';
-import { UNSEEN_CREDENTIAL_HINT } from './constants.js';
+import { UNSEEN_CREDENTIAL_HINT } from '../constants.js';
 import {
   credentialCandidates,
   findMachinePool,
@@ -16,9 +16,9 @@ import {
   usableCandidates,
   type CredentialCandidate,
 } from './credential-choice.js';
-import type { FailureReason } from './gate-decision.js';
+import type { FailureReason } from '../gate/gate-decision.js';
 import type { HarvesterClients } from './harvester-access.js';
-import { describeFailure } from './machine-cleanup.js';
+import { describeFailure } from '../gate/machine-cleanup.js';
 
 export interface ClusterTarget {
   vmNamespace: string;

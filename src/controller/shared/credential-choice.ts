@@ -3,9 +3,9 @@
 // loops on errors. Here: the machine pool's credential, else the cluster's, then what the
 // machine itself recorded; later candidates are fallbacks, used only for the same
 // Harvester cluster as the first one that exists.
-import { CLOUD_CREDENTIAL_NAMESPACE } from '../rancher/cloud-credential.js';
-import { LABEL_CAPI_DEPLOYMENT, LABEL_RKE_MACHINE_POOL } from '../rancher/labels.js';
-import { machineDeploymentName } from '../rancher/names.js';
+import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
+import { LABEL_CAPI_DEPLOYMENT, LABEL_RKE_MACHINE_POOL } from '../../rancher/labels.js';
+import { machineDeploymentName } from '../../rancher/names.js';
 import type { HarvesterMachine, MachinePool, ProvisioningCluster } from './types.js';
 
 export interface SecretRef {

@@ -1,16 +1,16 @@
 // Kubernetes Events for every action, the audit trail `kubectl describe` shows. Repeats of
 // one (object, reason, message) are folded into one Event with a count, as client-go's
 // correlator does, so a retry loop does not flood etcd.
-import { isNotFound, type KubeClient } from '../kube/index.js';
+import { isNotFound, type KubeClient } from '../../kube/index.js';
 import {
   apiVersionOf,
   Resources,
   type KubeObject,
   type NewObject,
   type ResourceType,
-} from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import { redact } from '../log/redact.js';
+} from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import { redact } from '../../log/redact.js';
 
 export type EventType = 'Normal' | 'Warning';
 

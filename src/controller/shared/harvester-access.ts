@@ -3,14 +3,14 @@
 // the credential probe, and the VM lookup + annotation. A version's secrets are registered for
 // redaction when its client is made and released when the version is replaced or the Secret
 // deleted, so that a controller running for months holds the live credentials' secrets only.
-import { ANNOTATION_REMOVE_ALL_PVCS } from '../harvester/labels.js';
-import { isNotFound, KubeClient, KubeError } from '../kube/index.js';
-import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
-import { Resources } from '../kube/resources.js';
-import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
-import { credentialKubeconfig } from '../rancher/cloud-credential.js';
-import type { CleanupOutcome } from './gate-decision.js';
-import type { ProbeResult } from './credential-health.js';
+import { ANNOTATION_REMOVE_ALL_PVCS } from '../../harvester/labels.js';
+import { isNotFound, KubeClient, KubeError } from '../../kube/index.js';
+import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../../kube/kubeconfig-content.js';
+import { Resources } from '../../kube/resources.js';
+import { redact, registerSecret, SecretRegistration } from '../../log/redact.js';
+import { credentialKubeconfig } from '../../rancher/cloud-credential.js';
+import type { CleanupOutcome } from '../gate/gate-decision.js';
+import type { ProbeResult } from '../credentials/credential-health.js';
 import { guestClusterSelector, matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
 import type { SecretObject, VirtualMachineObject } from './types.js';
 

@@ -2,8 +2,8 @@
 // redaction with each: released when the version is replaced or the Secret deleted.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { redact, registeredSecretCount } from '../log/redact.js';
-import { CREDENTIAL_KEY_KUBECONFIG } from '../rancher/cloud-credential.js';
+import { redact, registeredSecretCount } from '../../log/redact.js';
+import { CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
 import { HarvesterClients } from './harvester-access.js';
 import type { SecretObject } from './types.js';
 

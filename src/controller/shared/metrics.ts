@@ -4,7 +4,7 @@
 // Label values are queue names, fixed reasons, credential states and Secret names: never
 // anything read from a credential.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ReconcileOutcome, WorkQueueMetrics } from '../kube/work-queue.js';
+import type { ReconcileOutcome, WorkQueueMetrics } from '../../kube/work-queue.js';
 
 /** controller-runtime's reconcile-time buckets, trimmed: 5 ms … 60 s. */
 const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60];

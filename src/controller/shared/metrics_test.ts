@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { WorkQueue } from '../kube/work-queue.js';
+import { WorkQueue } from '../../kube/work-queue.js';
 import { controllerMetrics, countRequests, replaceAll, workQueueMetrics } from './metrics.js';
 
 /** The value of one series in the text exposition, or undefined when it is absent. */

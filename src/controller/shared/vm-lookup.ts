@@ -2,9 +2,9 @@
 // name only and silently skips when it misses; names of 64+ characters were hashed by
 // Rancher (SafeConcatName), so those VMs were never annotated. Order here: the plain name,
 // the hashed name, then the VMs labelled for the guest cluster.
-import { LABEL_GUEST_CLUSTER_NAME, LABEL_VM_NAME } from '../harvester/labels.js';
-import type { KubeObject } from '../kube/resources.js';
-import { rancherInstanceName } from '../rancher/names.js';
+import { LABEL_GUEST_CLUSTER_NAME, LABEL_VM_NAME } from '../../harvester/labels.js';
+import type { KubeObject } from '../../kube/resources.js';
+import { rancherInstanceName } from '../../rancher/names.js';
 
 /** Names to GET, in order. */
 export function vmNameCandidates(machineName: string): string[] {

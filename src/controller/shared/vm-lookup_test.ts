@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from '../kube/resources.js';
-import { rancherInstanceName } from '../rancher/names.js';
+import type { KubeObject } from '../../kube/resources.js';
+import { rancherInstanceName } from '../../rancher/names.js';
 import { matchVmByLabels, vmNameCandidates } from './vm-lookup.js';
 
 const vm = (name: string, labels: Record<string, string>): KubeObject => ({

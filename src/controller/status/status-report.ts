@@ -4,14 +4,14 @@
 // Keys: summary.json (schemaVersion 1: generatedAt, holder, credentials[], gatesHeld[],
 // mismatches[], guestClusters[], lastInventories[]) and summary.txt (the same for people). No secret is ever in it: credentials
 // are named by Secret, tokens by their public name only.
-import { isNotFound, type KubeClient } from '../kube/index.js';
-import { Resources, type KubeObject } from '../kube/resources.js';
-import type { Logger } from '../log/logger.js';
-import type { CredentialRecord } from './credential-monitor.js';
-import type { MismatchReport } from './credential-health.js';
-import type { HeldGate } from './machine-reconciler.js';
-import type { GuestWatchStatus } from './guest-watches.js';
-import type { Inventory } from './volume-ownership.js';
+import { isNotFound, type KubeClient } from '../../kube/index.js';
+import { Resources, type KubeObject } from '../../kube/resources.js';
+import type { Logger } from '../../log/logger.js';
+import type { CredentialRecord } from '../credentials/credential-monitor.js';
+import type { MismatchReport } from '../credentials/credential-health.js';
+import type { HeldGate } from '../gate/machine-reconciler.js';
+import type { GuestWatchStatus } from '../guest-volumes/guest-watches.js';
+import type { Inventory } from '../guest-volumes/volume-ownership.js';
 
 export interface StatusSummary {
   schemaVersion: 1;
