@@ -10,8 +10,8 @@ import * as deletedClusters from './deleted-clusters/setup.js';
 import * as gate from './gate/setup.js';
 import * as guestVolumes from './guest-volumes/setup.js';
 import * as loadBalancers from './load-balancers/setup.js';
-import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './shared/metrics.js';
-import { closing, sharedPieces, type CleanupControllerConfig } from './shared/setup-context.js';
+import { controllerMetrics, workQueueMetrics, type ControllerMetrics } from './common/metrics.js';
+import { closing, sharedPieces, type CleanupControllerConfig } from './common/setup-context.js';
 import * as status from './status/setup.js';
 
 export type { CleanupControllerConfig };

@@ -10,7 +10,7 @@ import { rancherKubeconfig } from './process/rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
 import { probeServer } from './process/probe-server.js';
 import { LeaderElector } from './process/leader-election.js';
-import { controllerMetrics, countRequests } from './shared/metrics.js';
+import { controllerMetrics, countRequests } from './common/metrics.js';
 import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks/remove-hooks-command.js';
 
 export interface Running {

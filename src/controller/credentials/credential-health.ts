@@ -4,7 +4,7 @@
 // credential; old machines kept the old one and could not be removed).
 import { formatDuration } from '../../common/durations.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
-import type { SecretRef } from '../shared/credential-choice.js';
+import type { SecretRef } from '../common/credential-choice.js';
 
 export type CredentialState = 'valid' | 'expiring-soon' | 'expired' | 'rejected' | 'invalid' | 'unknown';
 /** 'invalid': the kubeconfig itself cannot be used, so nothing was sent. */

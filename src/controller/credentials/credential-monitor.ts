@@ -11,9 +11,9 @@ import {
   harvesterClusterId,
   isHarvesterCredential,
 } from '../../rancher/cloud-credential.js';
-import { BY_CLUSTER, BY_CREDENTIAL, clusterIndexKey, type RancherCaches } from '../shared/caches.js';
+import { BY_CLUSTER, BY_CREDENTIAL, clusterIndexKey, type RancherCaches } from '../common/caches.js';
 import { Reasons } from '../constants.js';
-import { formatSecretRef, type SecretRef } from '../shared/credential-choice.js';
+import { formatSecretRef, type SecretRef } from '../common/credential-choice.js';
 import {
   classifyCredential,
   findCredentialMismatches,
@@ -22,9 +22,9 @@ import {
   type MismatchReport,
   type ProbeResult,
 } from './credential-health.js';
-import type { EventRecorder } from '../shared/events.js';
-import { probeCredential, type HarvesterClients } from '../shared/harvester-access.js';
-import { replaceAll, type ControllerMetrics } from '../shared/metrics.js';
+import type { EventRecorder } from '../common/events.js';
+import { probeCredential, type HarvesterClients } from '../common/harvester-access.js';
+import { replaceAll, type ControllerMetrics } from '../common/metrics.js';
 import { collectReferences } from './references.js';
 
 export interface CredentialRecord {

@@ -8,12 +8,12 @@ import { parseKey, type ObjectKey } from '../../api/object-key.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import { silentLogger } from '../../log/logger.js';
 import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
-import type { RancherCaches } from '../shared/caches.js';
+import type { RancherCaches } from '../common/caches.js';
 import { CredentialMonitor } from './credential-monitor.js';
-import type { EventRecorder } from '../shared/events.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
-import { controllerMetrics } from '../shared/metrics.js';
-import type { SecretObject } from '../shared/types.js';
+import type { EventRecorder } from '../common/events.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
+import { controllerMetrics } from '../common/metrics.js';
+import type { SecretObject } from '../common/types.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 

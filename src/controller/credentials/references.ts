@@ -2,9 +2,9 @@
 // credential a HarvesterMachine recorded is what Rancher's removal job will use).
 import { keyOf } from '../../api/object-key.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../rancher/labels.js';
-import { parseCredentialRef, type SecretRef } from '../shared/credential-choice.js';
+import { parseCredentialRef, type SecretRef } from '../common/credential-choice.js';
 import type { CredentialReference } from './credential-health.js';
-import type { HarvesterMachine, ProvisioningCluster } from '../shared/types.js';
+import type { HarvesterMachine, ProvisioningCluster } from '../common/types.js';
 
 export interface ClusterReferences {
   cluster: { namespace: string; name: string };

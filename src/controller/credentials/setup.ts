@@ -3,7 +3,7 @@
 // credential ("clusters"). A credential another controller saw rejected is probed again at once.
 import { parseKey } from '../../api/object-key.js';
 import type { Manager } from '../../kube/index.js';
-import { queueLogger, wakeUps, watchingClusters, type Shared } from '../shared/setup-context.js';
+import { queueLogger, wakeUps, watchingClusters, type Shared } from '../common/setup-context.js';
 import { CredentialMonitor } from './credential-monitor.js';
 
 export function setup(manager: Manager, shared: Shared): { monitor: CredentialMonitor } {

@@ -15,13 +15,13 @@ import { formatKey, objectKey, type ObjectKey } from '../../api/object-key.js';
 import type { KubeClient, ReconcileResult } from '../../kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../kube/resources.js';
 import type { Logger } from '../../log/logger.js';
-import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from '../shared/caches.js';
-import { learnTargets, withTargetClient, type ClusterTarget } from '../shared/cluster-targets.js';
+import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from '../common/caches.js';
+import { learnTargets, withTargetClient, type ClusterTarget } from '../common/cluster-targets.js';
 import { classifyDeletion } from '../gate/deletion-scope.js';
-import type { EventRecorder } from '../shared/events.js';
+import type { EventRecorder } from '../common/events.js';
 import type { FailureReason } from '../gate/gate-decision.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
-import type { ProvisioningCluster } from '../shared/types.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
+import type { ProvisioningCluster } from '../common/types.js';
 import type { Counter } from 'prom-client';
 
 const MAX_RETRY_MS = 60_000;

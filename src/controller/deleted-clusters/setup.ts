@@ -3,7 +3,7 @@
 // deleted-cluster-cleanup.ts it shares with the load balancers). One key per cluster.
 import type { Manager } from '../../kube/index.js';
 import type { GuestVolumeRecord } from '../guest-volumes/setup.js';
-import { queueLogger, wakeUps, watchingClusters, type Shared } from '../shared/setup-context.js';
+import { queueLogger, wakeUps, watchingClusters, type Shared } from '../common/setup-context.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
 
 export function setup(manager: Manager, shared: Shared, guest: GuestVolumeRecord): void {

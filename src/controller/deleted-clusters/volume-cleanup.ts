@@ -15,15 +15,15 @@ import { isConflict, isForbidden, type KubeClient, type ReconcileResult } from '
 import { Resources } from '../../kube/resources.js';
 import type { Logger } from '../../log/logger.js';
 import { Counter, type Registry } from 'prom-client';
-import type { RancherCaches } from '../shared/caches.js';
+import type { RancherCaches } from '../common/caches.js';
 import {
   DeletedClusterCleanup,
   type DeletedCluster,
   type LeftoverKind,
   type TargetOutcome,
 } from './deleted-cluster-cleanup.js';
-import type { EventRecorder } from '../shared/events.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { EventRecorder } from '../common/events.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
 import type { VolumeOwnership } from '../guest-volumes/volume-ownership.js';
 
 export const VolumeReasons = {

@@ -8,10 +8,10 @@ import { Resources, type ResourceType } from '../../kube/resources.js';
 import { silentLogger } from '../../log/logger.js';
 import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../rancher/labels.js';
-import type { RancherCaches } from '../shared/caches.js';
+import type { RancherCaches } from '../common/caches.js';
 import { fakeCache } from '../testing/fake-cache.js';
-import type { EventRecorder } from '../shared/events.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { EventRecorder } from '../common/events.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
 import { VolumeCleanup, volumeCleanupMetrics } from './volume-cleanup.js';
 import type { VolumeOwnership } from '../guest-volumes/volume-ownership.js';
 

@@ -9,16 +9,16 @@ import { isCredentialRejected, KubeError } from '../../kube/index.js';
 import { KubeconfigError } from '../../kube/kubeconfig-content.js';
 import { redact } from '../../log/redact.js';
 import { expiryFromAnnotation, harvesterClusterId } from '../../rancher/cloud-credential.js';
-import type { Cache } from '../shared/caches.js';
+import type { Cache } from '../common/caches.js';
 import {
   credentialCandidates,
   findMachinePool,
   formatSecretRef,
   usableCandidates,
-} from '../shared/credential-choice.js';
+} from '../common/credential-choice.js';
 import type { CleanupOutcome, FailureReason } from './gate-decision.js';
-import { annotateMachineVm, type HarvesterClients } from '../shared/harvester-access.js';
-import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from '../shared/types.js';
+import { annotateMachineVm, type HarvesterClients } from '../common/harvester-access.js';
+import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from '../common/types.js';
 
 export interface CleanupDeps {
   /** The cache of the credential namespace: Rancher keeps every cloud credential there, and the controller may read no other Secret. */

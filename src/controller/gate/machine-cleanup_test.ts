@@ -3,10 +3,10 @@ import { describe, it } from 'node:test';
 import type { KubeClient } from '../../kube/client.js';
 import { KubeError } from '../../kube/errors.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
-import type { Cache } from '../shared/caches.js';
-import { HarvesterClients } from '../shared/harvester-access.js';
+import type { Cache } from '../common/caches.js';
+import { HarvesterClients } from '../common/harvester-access.js';
 import { attemptCleanup, describeFailure } from './machine-cleanup.js';
-import type { CapiMachine, SecretObject } from '../shared/types.js';
+import type { CapiMachine, SecretObject } from '../common/types.js';
 
 describe('describeFailure', () => {
   const now = Date.parse('2025-06-01T00:00:00Z');

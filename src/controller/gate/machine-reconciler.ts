@@ -16,11 +16,11 @@ import {
   HARVESTER_MACHINE_GROUP,
   HARVESTER_MACHINE_KIND,
 } from '../../rancher/labels.js';
-import type { RancherCaches } from '../shared/caches.js';
+import type { RancherCaches } from '../common/caches.js';
 import { CONDITION_CLEANUP, HOOK_OWNER, Reasons, hookAnnotation } from '../constants.js';
 import { attemptCleanup } from './machine-cleanup.js';
 import { classifyDeletion } from './deletion-scope.js';
-import type { EventRecorder } from '../shared/events.js';
+import type { EventRecorder } from '../common/events.js';
 import {
   cleanupBudget,
   decideAfterCleanup,
@@ -30,9 +30,9 @@ import {
   type FailureReason,
   type InfraState,
 } from './gate-decision.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
-import type { ControllerMetrics } from '../shared/metrics.js';
-import type { CapiCondition, CapiMachine } from '../shared/types.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
+import type { ControllerMetrics } from '../common/metrics.js';
+import type { CapiCondition, CapiMachine } from '../common/types.js';
 
 export interface HeldGate {
   machine: string;

@@ -5,9 +5,9 @@
 import { keyOf, objectKey, parseKey, type ObjectKey } from '../../api/object-key.js';
 import type { Manager } from '../../kube/index.js';
 import { LABEL_RKE_CAPI_MACHINE } from '../../rancher/labels.js';
-import { BY_CLUSTER, BY_INFRASTRUCTURE, clusterIndexKey, type RancherCaches } from '../shared/caches.js';
-import { queueLogger, wakeUps, type Shared } from '../shared/setup-context.js';
-import type { HarvesterMachine } from '../shared/types.js';
+import { BY_CLUSTER, BY_INFRASTRUCTURE, clusterIndexKey, type RancherCaches } from '../common/caches.js';
+import { queueLogger, wakeUps, type Shared } from '../common/setup-context.js';
+import type { HarvesterMachine } from '../common/types.js';
 import { MachineReconciler } from './machine-reconciler.js';
 
 export interface GateOptions {

@@ -9,7 +9,7 @@ import { HARVESTER_CSI_DRIVER, harvesterVolumes } from '../../harvester/guest-vo
 import type { KubeObject } from '../../kube/resources.js';
 import { CacheBoundExceeded, type KubeClient } from '../../kube/index.js';
 import { keptVolumes, listGuestVolumes, slimPersistentVolume } from './guest-watches.js';
-import { Malformed } from '../shared/object-shape.js';
+import { Malformed } from '../common/object-shape.js';
 
 const pv = (over: Record<string, unknown> = {}, csi: Record<string, unknown> = {}): KubeObject =>
   ({

@@ -36,8 +36,8 @@ import { Resources, type KubeObject } from '../../kube/resources.js';
 import type { Logger } from '../../log/logger.js';
 import { redact } from '../../log/redact.js';
 import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../../rancher/names.js';
-import type { SecretObject } from '../shared/types.js';
-import type { KubeconfigClients } from '../shared/harvester-access.js';
+import type { SecretObject } from '../common/types.js';
+import type { KubeconfigClients } from '../common/harvester-access.js';
 import {
   MAX_NAME,
   MAX_NAMESPACE,
@@ -47,7 +47,7 @@ import {
   record,
   shapeChecked,
   text,
-} from '../shared/object-shape.js';
+} from '../common/object-shape.js';
 
 export type GuestWatchState =
   /** Reading the Secret or listing for the first time. */

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import type { KubeClient } from '../../kube/client.js';
 import { silentLogger } from '../../log/logger.js';
 import { GUEST_KUBECONFIG_KEY } from '../../rancher/names.js';
-import { KubeconfigClients } from '../shared/harvester-access.js';
+import { KubeconfigClients } from '../common/harvester-access.js';
 import { GuestWatches, type GuestWatchState } from './guest-watches.js';
 
 const TOKEN = 'opaque-guest-admin-token-for-the-watch-test';

@@ -5,8 +5,8 @@
 // inventory, the volume cleanup reads it, the status report shows it.
 import type { ObjectKey } from '../../api/object-key.js';
 import type { EnqueueSource, Manager } from '../../kube/index.js';
-import { KubeconfigClients } from '../shared/harvester-access.js';
-import { queueLogger, wakeUps, watchingClusters, type Shared } from '../shared/setup-context.js';
+import { KubeconfigClients } from '../common/harvester-access.js';
+import { queueLogger, wakeUps, watchingClusters, type Shared } from '../common/setup-context.js';
 import { GUEST_MAX_RESPONSE_BYTES, GuestWatches } from './guest-watches.js';
 import { VolumeOwnership, ownershipMetrics } from './volume-ownership.js';
 

@@ -29,18 +29,18 @@ import { Resources, type ResourceType, type KubeObject } from '../../kube/resour
 import type { Logger } from '../../log/logger.js';
 import { redact } from '../../log/redact.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { RancherCaches } from '../shared/caches.js';
+import type { RancherCaches } from '../common/caches.js';
 import {
   learnTargets,
   withTargetClient,
   type ClusterTarget,
   type TargetFailure,
-} from '../shared/cluster-targets.js';
-import type { EventRecorder } from '../shared/events.js';
+} from '../common/cluster-targets.js';
+import type { EventRecorder } from '../common/events.js';
 import type { GuestVolumesMode } from '../process/config.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
 import { listGuestVolumes, type GuestWatches, type GuestWatchState } from './guest-watches.js';
-import { replaceAll } from '../shared/metrics.js';
+import { replaceAll } from '../common/metrics.js';
 
 export const OwnershipReasons = {
   recorded: 'GuestVolumesRecorded',

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { silentLogger } from '../../log/logger.js';
-import type { RancherCaches } from '../shared/caches.js';
-import type { EventRecorder } from '../shared/events.js';
+import type { RancherCaches } from '../common/caches.js';
+import type { EventRecorder } from '../common/events.js';
 import type { GuestWatches, GuestWatchState } from './guest-watches.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
 import { fakeCache } from '../testing/fake-cache.js';
 import { ownershipMetrics, VolumeOwnership } from './volume-ownership.js';
 

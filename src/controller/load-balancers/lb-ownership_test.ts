@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lbOwnership } from './lb-ownership.js';
 import { cloudProviderClusterName } from '../../rancher/chart-values.js';
-import { slimCluster } from '../shared/cache-transforms.js';
+import { slimCluster } from '../common/cache-transforms.js';
 
 const c = (name: string, lbClusterName?: string, namespace = 'fleet-default') => ({
   namespace,

@@ -26,15 +26,15 @@ import type { ObjectKey } from '../../api/object-key.js';
 import { Resources, type KubeObject } from '../../kube/resources.js';
 import type { Logger } from '../../log/logger.js';
 import { cloudProviderClusterName } from '../../rancher/chart-values.js';
-import type { RancherCaches } from '../shared/caches.js';
+import type { RancherCaches } from '../common/caches.js';
 import {
   DeletedClusterCleanup,
   type DeletedCluster,
   type LeftoverKind,
   type TargetOutcome,
 } from '../deleted-clusters/deleted-cluster-cleanup.js';
-import type { EventRecorder } from '../shared/events.js';
-import type { HarvesterClients } from '../shared/harvester-access.js';
+import type { EventRecorder } from '../common/events.js';
+import type { HarvesterClients } from '../common/harvester-access.js';
 import { lbOwnership } from './lb-ownership.js';
 import { Counter, type Registry } from 'prom-client';
 

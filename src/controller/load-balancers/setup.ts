@@ -1,7 +1,7 @@
 // The load-balancers controller: once a guest cluster deleted as a whole has no VM left, its
 // load balancers on Harvester are deleted (load-balancer-cleanup.ts). One key per cluster.
 import type { Manager } from '../../kube/index.js';
-import { queueLogger, wakeUps, watchingClusters, type Shared } from '../shared/setup-context.js';
+import { queueLogger, wakeUps, watchingClusters, type Shared } from '../common/setup-context.js';
 import { LoadBalancerCleanup, loadBalancerMetrics } from './load-balancer-cleanup.js';
 
 export function setup(manager: Manager, shared: Shared): void {

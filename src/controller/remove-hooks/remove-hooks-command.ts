@@ -5,7 +5,7 @@ import os from 'node:os';
 import { KubeClient } from '../../kube/index.js';
 import { createLogger } from '../../log/logger.js';
 import { ConfigError, HelpRequested, parseConfig, parseDuration, USAGE } from '../process/config.js';
-import { EventRecorder } from '../shared/events.js';
+import { EventRecorder } from '../common/events.js';
 import { rancherKubeconfig } from '../process/rancher-kubeconfig.js';
 import { HOLDER_PREFIX, removeHooks } from './remove-hooks.js';
 

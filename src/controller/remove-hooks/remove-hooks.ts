@@ -9,9 +9,9 @@ import { isConflict, isNotFound, type KubeClient } from '../../kube/index.js';
 import { Resources } from '../../kube/resources.js';
 import type { Logger } from '../../log/logger.js';
 import { hookAnnotation, Reasons } from '../constants.js';
-import type { EventRecorder } from '../shared/events.js';
+import type { EventRecorder } from '../common/events.js';
 import { holdLease } from './lease-hold.js';
-import type { CapiMachine } from '../shared/types.js';
+import type { CapiMachine } from '../common/types.js';
 
 export interface RemoveHooksOptions {
   client: KubeClient;

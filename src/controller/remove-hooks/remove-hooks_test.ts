@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { hookAnnotation } from '../constants.js';
 import { removeHooksCommand } from './remove-hooks-command.js';
 import { machinesWithHook, mustWaitForPreviousHolder } from './remove-hooks.js';
-import type { CapiMachine } from '../shared/types.js';
+import type { CapiMachine } from '../common/types.js';
 
 const machine = (name: string, annotations: Record<string, string>): CapiMachine => ({
   metadata: { name, namespace: 'fleet-default', annotations },

@@ -5,8 +5,8 @@ import type { Manager } from '../../kube/index.js';
 import type { CredentialMonitor } from '../credentials/credential-monitor.js';
 import type { MachineReconciler } from '../gate/machine-reconciler.js';
 import type { GuestVolumeRecord } from '../guest-volumes/setup.js';
-import { formatSecretRef } from '../shared/credential-choice.js';
-import type { Shared } from '../shared/setup-context.js';
+import { formatSecretRef } from '../common/credential-choice.js';
+import type { Shared } from '../common/setup-context.js';
 import { collectReferences } from '../credentials/references.js';
 import { buildSummary, StatusWriter } from './status-report.js';
 
