@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { rancherKubeconfig } from '../src/controller/rancher-kubeconfig.js';
+import { rancherKubeconfig } from '../src/controller/process/rancher-kubeconfig.js';
 import { KubeClient } from '../src/kube/client.js';
 import { isCredentialRejected, isKubeError } from '../src/kube/errors.js';
 import { loadKubeconfig, SERVICE_ACCOUNT_DIR } from '../src/kube/kubeconfig-loading.js';

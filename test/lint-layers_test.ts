@@ -104,7 +104,8 @@ describe('lint: layers of src/', () => {
 
   it('keeps the CLI, the controller and the plugin apart; only bin/ routes to them', async () => {
     assert.equal(
-      (await layerErrors('src/cli/layer-fixture.ts', "export * from '../controller/config.js';\n")).length,
+      (await layerErrors('src/cli/layer-fixture.ts', "export * from '../controller/process/config.js';\n"))
+        .length,
       1,
     );
     assert.equal(

@@ -7,7 +7,7 @@ import { objectKey } from '../api/object-key.js';
 import { ScriptedServer, answerJson } from '../kube/testing.js';
 import { silentLogger } from '../log/logger.js';
 import { CleanupController } from './controller.js';
-import { controllerMetrics } from './metrics.js';
+import { controllerMetrics } from './common/metrics.js';
 
 let server: ScriptedServer;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // harvester-machine-controller under Node (`node dist/src/controller/main.js [flags]`); the
 // single executable runs the same function from src/bin/harvester-machine.ts.
-import { ConfigError } from './config.js';
+import { ConfigError } from './process/config.js';
 import { runControllerProcess } from './process-main.js';
 
 runControllerProcess(process.argv.slice(2)).catch((err: unknown) => {

@@ -3,15 +3,15 @@
 // service account, serves /metrics /healthz /readyz, and runs the cleanup controller while it
 // holds the Lease. Started by controller/main.ts under Node, or by the single executable.
 import os from 'node:os';
-import { KubeClient, setUserAgentProgram } from '../kube/index.js';
+import { KubeClient, setUserAgentProgram, type LeadershipCallbacks } from '../kube/index.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { HelpRequested, parseConfig, type ControllerConfig } from './config.js';
-import { rancherKubeconfig } from './rancher-kubeconfig.js';
+import { HelpRequested, parseConfig, type ControllerConfig } from './process/config.js';
+import { rancherKubeconfig } from './process/rancher-kubeconfig.js';
 import { CleanupController } from './controller.js';
-import { startHttpServer } from './http-server.js';
-import { LeaderElector } from './leader-election.js';
-import { controllerMetrics, countRequests } from './metrics.js';
-import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks-command.js';
+import { probeServer } from './process/probe-server.js';
+import { LeaderElector } from './process/leader-election.js';
+import { controllerMetrics, countRequests } from './common/metrics.js';
+import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks/remove-hooks-command.js';
 
 export interface Running {
   /** The metrics/health port (useful with port 0). */
@@ -49,16 +49,37 @@ export async function run(
   const exit = hooks.exit ?? ((code: number) => process.exit(code));
   const lease = { name: config.leaderElection.name };
   metrics.leaderElection.set(lease, 0);
-  let controller: CleanupController | undefined;
-  let leading = false;
-  let exiting = false;
-
-  const startLeading = (): void => {
-    leading = true;
-    metrics.leader.set({}, 1);
-    metrics.leaderElection.set(lease, 1);
-    controller = new CleanupController({ client, config, logger, metrics });
-    controller.start().catch((err: unknown) => {
+  let stopping: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => (stopping ??= controller.stop().then(() => client.close()));
+  const controller = new CleanupController({
+    client,
+    config,
+    logger,
+    metrics,
+    // Its own client (leader-election.ts): Lease renewals never wait behind the controller's requests.
+    ...(config.leaderElection.enabled
+      ? {
+          leaderElection: ({ started, stopped }: LeadershipCallbacks) =>
+            LeaderElector.forKubeconfig(loaded, {
+              ...config.leaderElection,
+              identity: config.identity,
+              logger,
+              onStartedLeading: started,
+              onStoppedLeading: stopped,
+            }),
+        }
+      : {}),
+    onLeadershipChange: (leading) => {
+      metrics.leader.set({}, leading ? 1 : 0);
+      metrics.leaderElection.set(lease, leading ? 1 : 0);
+    },
+    // Another replica may take over once the lease duration is up: the manager stopped acting
+    // (halt); exit now, as a clean shutdown could wait on requests that no longer get answers.
+    onLeadershipLost: () => {
+      logger.error('leadership lost; exiting');
+      exit(EXIT_FAILED);
+    },
+    onStartFailed: (err) => {
       logger.error('controller failed to start; exiting', {
         error: err instanceof Error ? err.message : String(err),
       });
@@ -71,48 +92,22 @@ export async function run(
         clearTimeout(timer);
         exit(EXIT_FAILED);
       });
-    });
-  };
-  // Its own client (leader-election.ts): Lease renewals never wait behind the controller's requests.
-  const elector = config.leaderElection.enabled
-    ? LeaderElector.forKubeconfig(loaded, {
-        ...config.leaderElection,
-        identity: config.identity,
-        logger,
-        onStartedLeading: startLeading,
-        onStoppedLeading: () => {
-          leading = false;
-          metrics.leader.set({}, 0);
-          metrics.leaderElection.set(lease, 0);
-          if (exiting) return;
-          // Another replica may take over once the lease duration is up: stop acting now,
-          // then exit; a clean shutdown could wait on requests that no longer get answers.
-          controller?.halt();
-          logger.error('leadership lost; exiting');
-          exit(EXIT_FAILED);
-        },
-      })
-    : undefined;
-
-  const server = await startHttpServer(config.metricsBindAddress, {
-    healthy: () => true,
-    ready: () => (leading ? (controller?.ready ?? false) : true),
-    metrics: () => metrics.registry.metrics(),
-    metricsContentType: metrics.registry.contentType,
+    },
   });
-  logger.info('serving /metrics /healthz /readyz', { address: config.metricsBindAddress });
-
-  if (elector) elector.start();
-  else startLeading();
-
-  const shutdown = async (): Promise<void> => {
-    if (exiting) return;
-    exiting = true;
-    await controller?.stop();
-    await elector?.stop();
-    await server.close();
-    client.close();
-  };
+  const { manager } = controller;
+  const server = manager.add(
+    probeServer(
+      config.metricsBindAddress,
+      {
+        healthy: () => true,
+        ready: () => manager.ready,
+        metrics: () => metrics.registry.metrics(),
+        metricsContentType: metrics.registry.contentType,
+      },
+      logger,
+    ),
+  );
+  await manager.run();
   return { port: server.port, shutdown };
 }
 

@@ -44,7 +44,7 @@ export type VolumeCleanupDecision =
  *   guest cluster ever named it, or its claim was not corroborated, or an earlier controller
  *   recorded it on the guest's word alone (guest-volumes.ts ownershipBar);
  * - never one already being deleted (it goes anyway).
- * Pure: the controller lists and deletes (src/controller/volume-cleanup.ts).
+ * Pure: the controller lists and deletes (src/controller/deleted-clusters/volume-cleanup.ts).
  */
 export function decideVolumeCleanup(input: VolumeCleanupInput): VolumeCleanupDecision {
   const { cluster, namespace } = input;

@@ -2,7 +2,7 @@
 // resourcelock.LeaseLock: a lock is read as a record (who holds it, for how long, since
 // when), created, or updated as a whole with the resourceVersion of the Lease last read, so
 // that two writers racing for it cannot both win (the loser gets a Conflict). Leader
-// election (controller/leader-election.ts) and `remove-hooks` (controller/lease-hold.ts)
+// election (controller/process/leader-election.ts) and `remove-hooks` (controller/remove-hooks/lease-hold.ts)
 // decide what to write; this module is the only one that knows the object.
 import type { KubeClient } from './client.js';
 import { ignoreNotFound, KubeError } from './errors.js';

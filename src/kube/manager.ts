@@ -4,7 +4,11 @@
 // - controllers declared as watch(cache, mapToKeys) + reconcile(key), each behind its own queue;
 // - one lifecycle: start() starts every informer, waits until all have synced, then starts the
 //   queues, so nothing is decided on a half-filled cache (a Machine seen before its Cluster
-//   would look orphaned); halt() stops every queue at once, stop() stops queues then informers.
+//   would look orphaned); halt() stops every queue at once, stop() stops queues then informers;
+// - enqueue sources: keys pushed by code (one controller's finding that wakes another, a watch
+//   outside the caches), watched like a cache;
+// - runnables (servers, writers, pools) started and stopped with it, and, with leader election,
+//   run(): the caches, queues and leader-only runnables only while this replica leads.
 // Events that arrive before the caches synced (the initial lists) are queued, not dropped:
 // each object is reconciled once the workers start, as controller-runtime does.
 import { formatKey, keyOf, parseKey, type ObjectKey } from '../api/object-key.js';
@@ -77,6 +81,26 @@ export class Cache<T extends KubeObject> {
 /** Which keys an event concerns: the object's own by default, its owner's, or several. */
 export type MapToKeys<T> = (e: InformerEvent<T>) => ObjectKey | readonly ObjectKey[] | undefined;
 
+/**
+ * Keys pushed by code rather than by a cache (Manager.source): what one controller found that
+ * another must look at, or changes seen outside the caches. Controllers watch it as they watch
+ * a cache; each emit reaches every watcher.
+ */
+export class EnqueueSource<T = ObjectKey> {
+  private readonly handlers: Array<(item: T) => void> = [];
+
+  constructor(readonly name: string) {}
+
+  emit(item: T): void {
+    for (const handler of this.handlers) handler(item);
+  }
+
+  /** Every item emitted (Controller.watch is the usual way in). */
+  on(handler: (item: T) => void): void {
+    this.handlers.push(handler);
+  }
+}
+
 export interface QueueOptions {
   /** Keys reconciled at once. */
   concurrency?: number;
@@ -125,10 +149,20 @@ export class Controller {
     );
   }
 
-  /** Enqueues the keys `map` gives for each event of `cache` (default: the object's own key). */
-  watch<T extends KubeObject>(cache: Cache<T>, map: MapToKeys<T> = (e) => keyOf(e.object)): this {
-    cache.on((e) => {
-      const keys = map(e);
+  /**
+   * Enqueues the keys `map` gives for each event of `cache` (default: the object's own key), or
+   * for each item of an enqueue source (default: the item, a key).
+   */
+  watch<T extends KubeObject>(cache: Cache<T>, map?: MapToKeys<T>): this;
+  watch(source: EnqueueSource): this;
+  watch<T>(source: EnqueueSource<T>, map: (item: T) => ObjectKey | readonly ObjectKey[] | undefined): this;
+  watch(from: object, map?: (e: never) => ObjectKey | readonly ObjectKey[] | undefined): this {
+    const keysOf = (map ??
+      (from instanceof Cache
+        ? (e: InformerEvent<KubeObject>) => keyOf(e.object)
+        : (item: ObjectKey) => item)) as (e: unknown) => ObjectKey | readonly ObjectKey[] | undefined;
+    (from as { on(handler: (e: unknown) => void): void }).on((e) => {
+      const keys = keysOf(e);
       if (keys === undefined) return;
       for (const key of isKeyList(keys) ? keys : [keys]) this.enqueue(key);
     });
@@ -171,6 +205,36 @@ export class Controller {
 const isKeyList = (keys: ObjectKey | readonly ObjectKey[]): keys is readonly ObjectKey[] =>
   Array.isArray(keys);
 
+/** Something the manager starts and stops besides its controllers: a server, a writer, a pool. */
+export interface Runnable {
+  readonly name: string;
+  /**
+   * Runs only while this replica leads, started once the caches synced and the queues run
+   * (start()); otherwise it runs from run() on, leader or not (a probe server).
+   */
+  readonly leaderOnly?: boolean;
+  start?(): void | Promise<void>;
+  /** Leadership lost (halt()): stop acting at once, without waiting on anything. */
+  halt?(): void;
+  /** stop() begins, before the queues stop: take no new work in. */
+  stopping?(): void;
+  /** After the queues and caches stopped (leader-only ones only if leadership was taken). */
+  stop?(): void | Promise<void>;
+}
+
+/** A campaign for leadership (client-go's leaderelection on a Lease, for one). */
+export interface LeaderElection {
+  start(): void;
+  /** Stops campaigning and gives leadership up. */
+  stop(): Promise<void>;
+}
+
+/** The manager's side of a campaign: what to call when leadership is won and when it is lost. */
+export interface LeadershipCallbacks {
+  started: () => void;
+  stopped: () => void;
+}
+
 export interface ManagerOptions {
   client: KubeClient;
   logger: Logger;
@@ -181,12 +245,26 @@ export interface ManagerOptions {
   /** Per controller: its queue's metrics and a hook for each failed reconcile. */
   metricsFor?: (controller: string) => WorkQueueMetrics;
   onReconcileError?: (controller: string) => void;
+  /** run() campaigns first and starts only once leading; none: run() leads at once. */
+  leaderElection?: (callbacks: LeadershipCallbacks) => LeaderElection;
+  /** Leadership won or lost (the leader metrics). */
+  onLeadershipChange?: (leading: boolean) => void;
+  /** After leadership was lost and everything halted (not during stop()): the process exits. */
+  onLeadershipLost?: () => void;
+  /** The caches could not sync after run() took leadership (a list its RBAC denies). */
+  onStartFailed?: (err: unknown) => void;
 }
 
 export class Manager {
   private readonly caches = new Map<string, Cache<KubeObject>>();
   private readonly all: Controller[] = [];
+  private readonly sources = new Map<string, EnqueueSource<unknown>>();
+  private readonly runnables: Runnable[] = [];
   private state: 'new' | 'starting' | 'synced' | 'stopped' = 'new';
+  private election: LeaderElection | undefined;
+  private leadingNow = false;
+  private led = false;
+  private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: ManagerOptions) {}
 
@@ -241,6 +319,63 @@ export class Manager {
     return this.all;
   }
 
+  /** The enqueue source of this name: made on the first ask, then shared. */
+  source<T = ObjectKey>(name: string): EnqueueSource<T> {
+    let source = this.sources.get(name);
+    if (!source) {
+      source = new EnqueueSource<unknown>(name);
+      this.sources.set(name, source);
+    }
+    return source as EnqueueSource<T>;
+  }
+
+  /** Adds a runnable, started and stopped in the order added. */
+  add<R extends Runnable>(runnable: R): R {
+    if (this.state !== 'new') throw new Error(`runnable ${runnable.name} added after the manager started`);
+    this.runnables.push(runnable);
+    return runnable;
+  }
+
+  /** Leads now (without leader election, or once elected). */
+  get leading(): boolean {
+    return this.leadingNow;
+  }
+
+  /** The readiness probe: a standby is ready; a leader once every cache synced and the queues run. */
+  get ready(): boolean {
+    return this.leadingNow ? this.synced : true;
+  }
+
+  /**
+   * The process's lifecycle: starts the runnables that run leader or not, then campaigns (with
+   * leader election) or leads at once. Leading starts the caches, queues and leader-only
+   * runnables (start()); losing leadership halts them all at once (halt()).
+   */
+  async run(): Promise<void> {
+    for (const r of this.runnables) if (!r.leaderOnly) await r.start?.();
+    const { leaderElection } = this.options;
+    if (!leaderElection) return this.lead();
+    this.election = leaderElection({ started: () => this.lead(), stopped: () => this.leadershipLost() });
+    this.election.start();
+  }
+
+  private lead(): void {
+    this.leadingNow = true;
+    this.options.onLeadershipChange?.(true);
+    this.start().catch((err: unknown) => {
+      if (this.options.onStartFailed) this.options.onStartFailed(err);
+      else this.options.logger.error('the manager failed to start', { error: String(err) });
+    });
+  }
+
+  private leadershipLost(): void {
+    this.leadingNow = false;
+    this.options.onLeadershipChange?.(false);
+    if (this.stopping) return;
+    this.halt();
+    this.options.onLeadershipLost?.();
+  }
+
   /** Every cache has its first list and the queues run (the readiness probe). */
   get synced(): boolean {
     return this.state === 'synced';
@@ -257,6 +392,7 @@ export class Manager {
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`the manager was started already (${this.state})`);
     this.state = 'starting';
+    this.led = true;
     // All at once: one cache after the other, each page waits for the apiserver and then the
     // apiserver for us, and at scale the sync took much longer. The pages held meanwhile
     // are small; the peak was garbage V8 had not collected, which the image's old-generation
@@ -265,6 +401,7 @@ export class Manager {
     if (this.state !== 'starting') return; // stopped while syncing
     this.state = 'synced';
     for (const c of this.all) c.run();
+    for (const r of this.runnables) if (r.leaderOnly) await r.start?.();
   }
 
   /**
@@ -274,6 +411,7 @@ export class Manager {
   halt(): void {
     this.state = 'stopped';
     for (const c of this.all) void c.stop();
+    for (const r of this.runnables) if (r.leaderOnly && this.led) r.halt?.();
   }
 
   /** Resolves when no controller has work queued or running (timers aside). */
@@ -294,10 +432,24 @@ export class Manager {
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops the queues, then the informers, then the leader-only runnables, gives leadership up,
+   * then stops the other runnables. Once: a second call waits for the first.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopAll();
+    return this.stopping;
+  }
+
+  private async stopAll(): Promise<void> {
     this.state = 'stopped';
+    const leaderOnly = this.runnables.filter((r) => r.leaderOnly && this.led);
+    for (const r of leaderOnly) r.stopping?.();
     await Promise.all(this.all.map((c) => c.stop()));
     await Promise.all([...this.caches.values()].map((c) => c.stop()));
+    for (const r of leaderOnly) await r.stop?.();
+    await this.election?.stop();
+    for (const r of this.runnables) if (!r.leaderOnly) await r.stop?.();
   }
 
   private processed(): number {

@@ -8,7 +8,7 @@ export type ReconcileResult = void | { requeueAfterMs: number };
 /** How a reconcile ended, as controller-runtime's reconcile_total labels it. */
 export type ReconcileOutcome = 'success' | 'error' | 'requeue_after';
 
-/** What a queue reports, the events client-go's workqueue metrics count (see controller/metrics.ts). */
+/** What a queue reports, the events client-go's workqueue metrics count (see controller/common/metrics.ts). */
 export interface WorkQueueMetrics {
   /** Keys waiting, after each change. */
   depth(n: number): void;

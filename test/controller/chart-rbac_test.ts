@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
-import { parseConfig } from '../../src/controller/config.js';
+import { parseConfig } from '../../src/controller/process/config.js';
 import { run, type Running } from '../../src/controller/process-main.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createLogger } from '../../src/log/logger.js';

@@ -11,8 +11,8 @@ import { describe, it } from 'node:test';
 import { KubeClient, KubeError, Manager, type Cache } from '../../src/kube/index.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { slimSecret } from '../../src/controller/cache-transforms.js';
-import type { SecretObject } from '../../src/controller/types.js';
+import { slimSecret } from '../../src/controller/common/cache-transforms.js';
+import type { SecretObject } from '../../src/controller/common/types.js';
 import {
   CLOUD_CREDENTIAL_NAMESPACE as NS,
   CREDENTIAL_KEY_KUBECONFIG,

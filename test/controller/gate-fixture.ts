@@ -15,7 +15,7 @@ import { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
 import { createLogger } from '../../src/log/logger.js';
-import { parseConfig } from '../../src/controller/config.js';
+import { parseConfig } from '../../src/controller/process/config.js';
 import { run, type Running } from '../../src/controller/process-main.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { createTokenUser, tokenKubeconfig, type TokenUser } from '../../sandbox/control-plane/access.js';

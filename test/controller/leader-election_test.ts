@@ -8,7 +8,7 @@ import { isKubeError } from '../../src/kube/errors.js';
 import { LeaseLock, microTime } from '../../src/kube/lease.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { LeaderElector } from '../../src/controller/leader-election.js';
+import { LeaderElector } from '../../src/controller/process/leader-election.js';
 import { createNamespace } from '../../sandbox/control-plane/access.js';
 import { useControlPlane } from '../support/control-plane-fixture.js';
 import { eventually } from '../support/eventually.js';

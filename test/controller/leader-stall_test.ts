@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { createLogger } from '../../src/log/logger.js';
-import { parseConfig } from '../../src/controller/config.js';
+import { parseConfig } from '../../src/controller/process/config.js';
 import { run, type Running } from '../../src/controller/process-main.js';
 import { useControlPlane } from '../support/control-plane-fixture.js';
 import { eventually, sleep } from '../support/eventually.js';

@@ -2,7 +2,7 @@
 // `list` from functions, and the HarvesterMachines' cluster index ("namespace/cluster", the only
 // index those code paths ask for), computed the way caches.ts computes it.
 import { CAPI_LABEL_CLUSTER_NAME } from '../../rancher/labels.js';
-import { clusterIndexKey } from '../caches.js';
+import { clusterIndexKey } from '../common/caches.js';
 
 interface Labelled {
   metadata: { namespace?: string; labels?: Record<string, string> };
