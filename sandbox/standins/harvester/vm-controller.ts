@@ -18,14 +18,8 @@ import type {
   VirtualMachineImage,
   VirtualMachineInstance,
 } from '../types.js';
-import {
-  mergePatchWithRetry,
-  patchFinalizers,
-  refOf,
-  updateWithRetry,
-  withFinalizer,
-  withoutFinalizer,
-} from '../writes.js';
+import { reconcileFinalizer, type FinalizerStep } from '../finalizer.js';
+import { mergePatchWithRetry, refOf, updateWithRetry } from '../writes.js';
 
 /** Harvester gives up quietly on this error prefix when growing a PVC. */
 const PVC_EXPAND_ERROR_PREFIX = 'PVC_EXPAND';
@@ -127,7 +121,6 @@ export function harvesterVmController(ctx: StandInContext): Controller {
 
   async function cleanupPvcs(vm: VirtualMachine): Promise<void> {
     const key = keyOf(vm);
-    if (!(vm.metadata.finalizers ?? []).includes(Finalizers.harvesterVmCleanup)) return;
     // An injected fault: the handler fails as it would when Harvester's controller is stuck.
     if (ctx.faults.isRemovalHeld(key))
       throw new Error(`cleanupPVCAndSnapshot of VM ${formatKey(key)} is failing (held)`);
@@ -135,13 +128,10 @@ export function harvesterVmController(ctx: StandInContext): Controller {
       const deleted = await client.delete(Resources.pvc, { namespace: vm.metadata.namespace ?? '', name });
       if (deleted) logger.info('deleted PVC removed with its VM', { vm: formatKey(key), pvc: name });
     }
-    await patchFinalizers(
-      client,
-      Resources.virtualMachine,
-      vm,
-      withoutFinalizer(Finalizers.harvesterVmCleanup),
-    );
   }
+
+  const onRemove = (vm: VirtualMachine): Promise<FinalizerStep> =>
+    reconcileFinalizer(client, Resources.virtualMachine, vm, Finalizers.harvesterVmCleanup, cleanupPvcs);
 
   return ctx.manager
     .controller('harvester-vm', {
@@ -149,19 +139,14 @@ export function harvesterVmController(ctx: StandInContext): Controller {
         const vm = vms.get(key);
         if (!vm || ctx.faults.isForgotten(key)) return;
         if (vm.metadata.deletionTimestamp) {
-          await cleanupPvcs(vm);
+          await onRemove(vm);
           return;
         }
         await createPvcsFromAnnotation(vm);
         await storeRunStrategy(vm);
         await syncLabelsToVmi(vm);
         // wrangler's OnRemove registration adds its finalizer on the first change it sees.
-        await patchFinalizers(
-          client,
-          Resources.virtualMachine,
-          vm,
-          withFinalizer(Finalizers.harvesterVmCleanup),
-        );
+        await onRemove(vm);
       },
       logger: logger,
     })
