@@ -3,6 +3,7 @@
 // IPPool's status), Sync (stale MACs released), OnChange (paused: released), OnRemove
 // (everything released).
 import { VmDhcpResources } from '../../../src/driver/harvester-api.js';
+import type { KubeClient } from '../../../src/kube/client.js';
 import type { Controller } from '../../../src/kube/manager.js';
 import type { KubeObject } from '../../../src/kube/resources.js';
 import { formatKey, keyOf, type ObjectKey } from '../../../src/api/object-key.js';
@@ -17,6 +18,34 @@ import type { VmDhcpShared } from './vm-dhcp-shared.js';
 export const FINALIZER_VMNETCFG = 'wrangler.cattle.io/vm-dhcp-vmnetcfg-controller';
 
 const key = (o: KubeObject): string => formatKey(keyOf(o));
+
+/** wrangler's status handler: the handler's status (or the old one on error), its condition set, written when changed. */
+async function statusStep(
+  client: KubeClient,
+  cfg: NetCfg,
+  type: string,
+  handler: (c: NetCfg) => Promise<NetCfgStatus>,
+): Promise<NetCfg> {
+  let status: NetCfgStatus;
+  let error: unknown;
+  try {
+    status = await handler(cfg);
+  } catch (err) {
+    error = err;
+    status = { ...cfg.status };
+  }
+  status = { ...status, conditions: setCondition(status.conditions, type, error) };
+  if (sameJson(status, cfg.status ?? {})) return cfg;
+  const written = await updateWithRetry(
+    client,
+    VmDhcpResources.networkConfig,
+    cfg,
+    refOf(cfg),
+    (c) => ({ ...c, status }),
+    'status',
+  );
+  return written ?? cfg;
+}
 
 export function setupVmNetCfgController(
   ctx: StandInContext,
@@ -65,33 +94,6 @@ export function setupVmNetCfgController(
     return { ...status, networkConfigs: (status.networkConfigs ?? []).filter((s) => macs.has(s.macAddress)) };
   }
 
-  /** wrangler's status handler: the handler's status (or the old one on error), its condition set, written when changed. */
-  async function statusStep(
-    cfg: NetCfg,
-    type: string,
-    handler: (c: NetCfg) => Promise<NetCfgStatus>,
-  ): Promise<NetCfg> {
-    let status: NetCfgStatus;
-    let error: unknown;
-    try {
-      status = await handler(cfg);
-    } catch (err) {
-      error = err;
-      status = { ...cfg.status };
-    }
-    status = { ...status, conditions: setCondition(status.conditions, type, error) };
-    if (sameJson(status, cfg.status ?? {})) return cfg;
-    const written = await updateWithRetry(
-      client,
-      VmDhcpResources.networkConfig,
-      cfg,
-      refOf(cfg),
-      (c) => ({ ...c, status }),
-      'status',
-    );
-    return written ?? cfg;
-  }
-
   async function reconcile(k: ObjectKey): Promise<void> {
     const current = cfgs.get(k);
     if (!current) return;
@@ -103,15 +105,15 @@ export function setupVmNetCfgController(
       (c) => shared.release(c.status?.networkConfigs ?? []),
     );
     if (step !== 'present') return;
-    let cfg = await statusStep(current, 'Allocated', allocate);
-    cfg = await statusStep(cfg, 'InSynced', sync);
+    let cfg = await statusStep(client, current, 'Allocated', allocate);
+    cfg = await statusStep(client, cfg, 'InSynced', sync);
     if (isPaused(cfg)) {
       await shared.release(cfg.status?.networkConfigs ?? []);
       const statuses = (cfg.status?.networkConfigs ?? []).map((s) => ({ ...s, state: 'Pending' }));
       const paused = { ...cfg.status, networkConfigs: statuses };
-      await statusStep(cfg, 'Disabled', () => Promise.resolve(paused));
+      await statusStep(client, cfg, 'Disabled', () => Promise.resolve(paused));
     } else {
-      await statusStep(cfg, 'Disabled', () => Promise.reject(new Error('')));
+      await statusStep(client, cfg, 'Disabled', () => Promise.reject(new Error('')));
     }
   }
 
