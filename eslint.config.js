@@ -59,5 +59,12 @@ export default tseslint.config(
     plugins: { 'object-keys': objectKeysPlugin },
     rules: { 'object-keys/no-hand-built-keys': 'error' },
   },
+  {
+    // Stand-ins are small setups and reconcilers, as src's controllers: no function over 100
+    // lines. Tests' describe blocks are not held to it; the image stand-in is not yet split.
+    files: ['sandbox/standins/**/*.ts'],
+    ignores: ['**/*_test.ts', 'sandbox/standins/harvester/image*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
   { files: ['eslint.config.js', 'eslint/*.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -1,5 +1,5 @@
 // The project's import-circle check (package.json "lint:cycles", run by `npm run lint` and the
-// test script) refuses a circle in src/, type-only imports included, and src/ has none.
+// test script) refuses a circle in src/ or sandbox/, type-only imports included, and neither has one.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,7 +29,7 @@ function checkCircles(cwd: string): { status: number | null; output: string } {
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
-describe('lint: import circles in src/', () => {
+describe('lint: import circles in src/ and sandbox/', () => {
   it('fails on a circle made of a type-only import and a value import', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'hm-cycles-'));
     try {
@@ -53,6 +53,32 @@ describe('lint: import circles in src/', () => {
       const circle = output.split('\n').find((line) => line.includes(' -> '));
       assert.ok(circle, output);
       for (const file of ['src/c.ts', 'src/feature/a.ts', 'src/feature/b.ts'])
+        assert.ok(circle.includes(file), circle);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails on a circle in sandbox/', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'hm-cycles-'));
+    try {
+      mkdirSync(path.join(dir, 'src'), { recursive: true });
+      mkdirSync(path.join(dir, 'sandbox', 'rancher'), { recursive: true });
+      writeFileSync(path.join(dir, 'tsconfig.json'), readFileSync(path.join(ROOT, 'tsconfig.json')));
+      writeFileSync(path.join(dir, 'src', 'ok.ts'), 'export const ok = 1;\n');
+      writeFileSync(
+        path.join(dir, 'sandbox', 'rancher', 'jobs.ts'),
+        "import type { Machine } from './provision.js';\nexport interface Job { m: Machine }\n",
+      );
+      writeFileSync(
+        path.join(dir, 'sandbox', 'rancher', 'provision.ts'),
+        "import type { Job } from './jobs.js';\nexport interface Machine { jobs: Job[] }\n",
+      );
+      const { status, output } = checkCircles(dir);
+      assert.equal(status, 1, output);
+      const circle = output.split('\n').find((line) => line.includes(' -> '));
+      assert.ok(circle, output);
+      for (const file of ['sandbox/rancher/jobs.ts', 'sandbox/rancher/provision.ts'])
         assert.ok(circle.includes(file), circle);
     } finally {
       rmSync(dir, { recursive: true, force: true });

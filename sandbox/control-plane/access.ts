@@ -1,8 +1,10 @@
-// Test and sandbox helpers for who may do what: namespaces, and users whose
-// bootstrap tokens expire at a chosen instant with the RBAC you pass.
+// Test and sandbox helpers for who may do what: namespaces, users whose bootstrap tokens
+// expire at a chosen instant with the RBAC you pass, and the wait until a credential is refused.
 import crypto from 'node:crypto';
-import type { KubeClient } from '../../src/kube/client.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { isCredentialRejected, type KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
+import { retryUntil } from '../../src/kube/wait.js';
 import { recordSecret } from '../secret-ledger.js';
 import { buildKubeconfig } from './kubeconfig.js';
 
@@ -114,4 +116,43 @@ export function tokenKubeconfig(opts: {
     caPem: opts.caPem,
     user: { token: opts.token },
   });
+}
+
+/**
+ * Lists VMs in `namespace` with `kubeconfig` until the server refuses the credential (an
+ * apiserver caches a bootstrap token up to 10 s, Rancher's proxy its token check a moment);
+ * returns the refusal, or a WaitTimeoutError after `timeoutMs`.
+ */
+export async function untilCredentialRefused(
+  kubeconfig: string,
+  namespace: string,
+  timeoutMs: number,
+): Promise<KubeError> {
+  const client = KubeClient.fromKubeconfig(kubeconfig, {
+    retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+  });
+  let last = 'not tried';
+  try {
+    return await retryUntil({
+      description: 'the expired credential to be refused',
+      timeoutMs,
+      lastState: () => last,
+      attempt: async () => {
+        const err = await client.list(Resources.virtualMachine, { namespace }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        if (isCredentialRejected(err)) return err;
+        last =
+          err === undefined
+            ? 'accepted'
+            : err instanceof Error
+              ? `another error: ${err.message}`
+              : 'another error';
+        return undefined;
+      },
+    });
+  } finally {
+    client.close();
+  }
 }

@@ -1,24 +1,26 @@
 // rancher-machine's command lines as Rancher's machine-provision Job passes them
 // (docs/upstream/rancher.md#provisioning-jobs; rancher pkg/controllers/capr/machineprovision/args.go):
 //   [--secret-namespace=<ns> --secret-name=<m>-machine-state] create --driver=harvester
-//     --custom-install-script=<file> [--hostname-override=…] <--harvester-* flags, sorted>
-//     --harvester-cluster-name=<cluster> <instance>
+//     --custom-install-script=<file> [--hostname-override=…] <--harvester-* flags with
+//     --harvester-cluster-name=<cluster>, sorted> <instance>
 //   [--secret-namespace=… --secret-name=…] rm -y --update-config <instance>
 // --driver-download-url and --driver-hash are left out: the job image's entrypoint consumes
 // them (it downloads the driver) before it runs rancher-machine.
-// Values as toArgs renders the HarvesterConfig: strings and numbers as --flag=value, an
-// empty string or false left out, true as the bare flag.
+// The field-to-flag rule and the rendering of values are Rancher's, in one place:
+// src/rancher/machine-config-fields.ts.
+import {
+  rancherDriverArgs,
+  rancherFieldName,
+  rancherFlagForField,
+} from '../../src/rancher/machine-config-fields.js';
 
 export type HarvesterConfigValue = string | number | boolean;
 
-export function harvesterFlags(config: Record<string, HarvesterConfigValue>): string[] {
-  const args: string[] = [];
-  for (const [key, value] of Object.entries(config)) {
-    const flag = `--harvester-${key}`;
-    if (value === '' || value === false) continue;
-    args.push(value === true ? flag : `${flag}=${value}`);
-  }
-  return args.sort();
+/** A config keyed by flag name without `--harvester-` (`cpu-count`) as the machine's spec fields (`cpuCount`). */
+function specOfFlags(config: Record<string, HarvesterConfigValue>): Record<string, HarvesterConfigValue> {
+  return Object.fromEntries(
+    Object.entries(config).map(([flag, value]) => [rancherFieldName(`harvester-${flag}`) ?? flag, value]),
+  );
 }
 
 export interface SecretStoreRef {
@@ -42,8 +44,7 @@ export function rancherCreateArgs(opts: {
     'create',
     '--driver=harvester',
     `--custom-install-script=${opts.installScript}`,
-    ...harvesterFlags(opts.config),
-    `--harvester-cluster-name=${opts.clusterName}`,
+    ...rancherDriverArgs('harvester', specOfFlags(opts.config), opts.clusterName),
     opts.instance,
   ];
 }
@@ -53,8 +54,8 @@ export function rancherRemoveArgs(opts: { instance: string; secretStore?: Secret
 }
 
 /**
- * The create flags of a HarvesterMachine's driver fields beyond the pool's seeds (the
- * camelCase field as a kebab-case flag; `common` and `providerID` are not flags).
+ * The create flags of a HarvesterMachine's driver fields beyond the pool's seeds (each field
+ * as Rancher names its flag, without `--harvester-`; `common` and `providerID` are not flags).
  */
 export function machineSpecConfig(
   spec: Record<string, unknown> | undefined,
@@ -63,7 +64,7 @@ export function machineSpecConfig(
   for (const [field, value] of Object.entries(spec ?? {})) {
     if (field === 'common' || field === 'providerID' || field === 'vmNamespace') continue;
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-      config[field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)] = value;
+      config[rancherFlagForField('harvester', field).slice('--harvester-'.length)] = value;
   }
   return config;
 }

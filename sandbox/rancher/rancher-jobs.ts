@@ -1,7 +1,7 @@
 // The jobs Rancher's machine provisioning runs for an infra machine (docs/upstream/rancher.md#provisioning-jobs), as the
 // stand-in plugs them in: their context (the environment built from the cloud credential when
 // the job is built), their record, and Rancher's naming of the credential's variables.
-import type { StandInHarvesterMachine } from './machine-provision.js';
+import type { HarvesterMachine as StandInHarvesterMachine } from '../../src/api/capi.js';
 
 export interface JobContext {
   harvesterMachine: StandInHarvesterMachine;

@@ -5,12 +5,12 @@
 //   renew-credential  Cluster Management > Cloud Credentials > Renew: a new token for the
 //                     same user, its kubeconfig saved into the same credential
 import { parse } from 'yaml';
-import { KubeClient } from '../../src/kube/client.js';
 import type { KubeError } from '../../src/kube/errors.js';
-import { isCredentialRejected } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { credentialKubeconfig } from '../../src/rancher/cloud-credential.js';
 import { decodeBase64OrPlain } from '../../src/kube/kubeconfig-content.js';
+import { WaitTimeoutError } from '../../src/kube/wait.js';
+import { untilCredentialRefused } from '../control-plane/access.js';
 import {
   harvesterCloudCredential,
   rancherKubeconfig,
@@ -44,23 +44,12 @@ async function currentCredential(s: Session): Promise<{ kubeconfig: string; toke
 
 /** Until Rancher's proxy refuses the kubeconfig (its token check may lag a moment). */
 async function untilRefused(kubeconfig: string, namespace: string, timeoutMs: number): Promise<KubeError> {
-  const client = KubeClient.fromKubeconfig(kubeconfig, {
-    retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-  });
   try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const err = await client.list(Resources.virtualMachine, { namespace }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (isCredentialRejected(err)) return err;
-      if (Date.now() > deadline)
-        throw new CommandError(`the expired token was still accepted after ${timeoutMs / 1000} s`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    client.close();
+    return await untilCredentialRefused(kubeconfig, namespace, timeoutMs);
+  } catch (err) {
+    if (err instanceof WaitTimeoutError)
+      throw new CommandError(`the expired token was still accepted after ${timeoutMs / 1000} s`);
+    throw err;
   }
 }
 

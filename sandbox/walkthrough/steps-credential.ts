@@ -4,11 +4,9 @@
 // is renewed in Rancher, and Rancher's retry of the job removes the old VM with the renewed one.
 import { gunzipSync } from 'node:zlib';
 import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
-import { KubeClient } from '../../src/kube/client.js';
-import type { KubeError } from '../../src/kube/errors.js';
-import { isCredentialRejected } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
+import { untilCredentialRefused } from '../control-plane/access.js';
 import { ANNOTATION_DELETE_MACHINE, scaleDownPool } from '../rancher/guest-cluster.js';
 import { MACHINE_STATE_KEY, machineStateSecretName, readTar } from '../rancher/machine-state.js';
 import { expireRancherToken } from '../rancher/tokens.js';
@@ -38,27 +36,6 @@ async function savedKubeconfig(
     ?.KubeConfigContent;
 }
 
-/** Until Rancher's proxy refuses the kubeconfig (its token cache may lag a moment); returns the refusal. */
-async function untilRejected(kubeconfig: string, namespace: string): Promise<KubeError> {
-  const client = KubeClient.fromKubeconfig(kubeconfig, {
-    retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-  });
-  try {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const err = await client.list(Resources.virtualMachine, { namespace }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (isCredentialRejected(err)) return err;
-      if (Date.now() > deadline) throw new Error('the expired credential was still accepted after 20 s');
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    client.close();
-  }
-}
-
 export async function expireCredential(story: Story, cluster: string): Promise<void> {
   const { world, say } = story;
   const { sandbox } = world;
@@ -75,7 +52,11 @@ export async function expireCredential(story: Story, cluster: string): Promise<v
     'Rancher',
     `token ${token.name} (user ${token.userId}) expires (as a generated kubeconfig's token does after 30 days by default); the cloud credential ${sandbox.cloudCredential.namespace}/${sandbox.cloudCredential.name} still holds it`,
   );
-  const refusal = await untilRejected(sandbox.kubeconfigs.harvesterViaRancher, sandbox.seeds.namespace);
+  const refusal = await untilCredentialRefused(
+    sandbox.kubeconfigs.harvesterViaRancher,
+    sandbox.seeds.namespace,
+    20_000,
+  );
   say.say('Rancher', `its /k8s/clusters proxy now treats the token as anonymous: ${refusal.message}`);
   say.check(
     /User "system:unauthenticated"/.test(refusal.message),

@@ -1,6 +1,8 @@
 // The one wait: list, then watch from the list's resourceVersion, re-evaluating a
 // condition on every event; resumes after dropped watches and apiserver restarts; gives
 // up at a deadline with an error that says what it waited for and what it last saw.
+// For what no watch shows (whether a server still accepts a credential): retryUntil, the
+// same deadline and timeout error around an attempt repeated at an interval.
 import { formatDuration } from '../common/durations.js';
 import type { KubeClient } from './client.js';
 import { KubeError, isKubeError } from './errors.js';
@@ -161,4 +163,34 @@ function watchUntil<T extends KubeObject>(
       (err: unknown) => end(err instanceof Error ? err : new Error(String(err))),
     );
   });
+}
+
+export interface RetrySpec<T> {
+  /** One try: a value ends the wait, `undefined` tries again after `intervalMs`. */
+  attempt: () => Promise<T | undefined>;
+  /** "the expired credential to be refused". */
+  description: string;
+  timeoutMs: number;
+  /** Pause between tries (default 250 ms). */
+  intervalMs?: number;
+  /** What the last try saw, for the timeout error (default "not yet"). */
+  lastState?: () => string;
+  now?: () => number;
+}
+
+/**
+ * Repeats `attempt` until it gives a value, which it returns; a try that throws ends the wait
+ * with that error. After `timeoutMs` (with at least one try) a {@link WaitTimeoutError}.
+ */
+export async function retryUntil<T>(spec: RetrySpec<T>): Promise<T> {
+  const now = spec.now ?? Date.now;
+  const deadline = now() + spec.timeoutMs;
+  for (;;) {
+    const value = await spec.attempt();
+    if (value !== undefined) return value;
+    const remaining = deadline - now();
+    if (remaining <= 0)
+      throw new WaitTimeoutError(spec.description, spec.lastState?.() ?? 'not yet', spec.timeoutMs);
+    await pause(Math.min(spec.intervalMs ?? 250, remaining));
+  }
 }

@@ -15,7 +15,7 @@ import {
   watchLine,
   type ScriptedRequest,
 } from './testing.js';
-import { WaitTimeoutError, waitFor, type WaitSpec } from './wait.js';
+import { WaitTimeoutError, retryUntil, waitFor, type WaitSpec } from './wait.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
@@ -209,5 +209,53 @@ describe('waitFor', () => {
     // A client that has seen no outage (after one, a 403 may be a server still starting).
     await assert.rejects(waitFor(kube.server.client(), spec()), (err: unknown) => isForbidden(err));
     assert.equal(kube.server.requests.length, 1);
+  });
+});
+
+describe('retryUntil: a deadline around a repeated try', () => {
+  it('returns the first value a try gives, trying again after each undefined', async () => {
+    let tries = 0;
+    const got = await retryUntil({
+      attempt: () => Promise.resolve(++tries < 3 ? undefined : `try ${tries}`),
+      description: 'the third try',
+      timeoutMs: 5_000,
+      intervalMs: 1,
+    });
+    assert.equal(got, 'try 3');
+    assert.equal(tries, 3);
+  });
+
+  it('gives up at the deadline, saying what it waited for and what it last saw', async () => {
+    let clock = 0;
+    let tries = 0;
+    await assert.rejects(
+      retryUntil({
+        attempt: () => {
+          tries++;
+          clock += 400;
+          return Promise.resolve(undefined);
+        },
+        description: 'the credential to be refused',
+        lastState: () => 'accepted',
+        timeoutMs: 1_000,
+        intervalMs: 1,
+        now: () => clock,
+      }),
+      (err: unknown) =>
+        err instanceof WaitTimeoutError &&
+        /waiting for the credential to be refused; last seen: accepted/.test(err.message),
+    );
+    assert.equal(tries, 3);
+  });
+
+  it('ends with the error a try throws', async () => {
+    await assert.rejects(
+      retryUntil({
+        attempt: () => Promise.reject(new Error('refused for another reason')),
+        description: 'x',
+        timeoutMs: 5_000,
+      }),
+      /refused for another reason/,
+    );
   });
 });

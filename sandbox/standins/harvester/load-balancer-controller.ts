@@ -34,7 +34,8 @@ import type { StandInContext } from '../context.js';
 import { Labels } from '../names.js';
 import { nowIso } from '../runtime.js';
 import type { VirtualMachine } from '../types.js';
-import { patchFinalizers, refOf, updateWithRetry, withFinalizer, withoutFinalizer } from '../writes.js';
+import { reconcileFinalizer } from '../finalizer.js';
+import { refOf, updateWithRetry } from '../writes.js';
 import { ipPoolAddresses } from './ip-ranges.js';
 
 export const FINALIZER_LB_CONTROLLER = 'wrangler.cattle.io/harvester-lb-controller';
@@ -174,25 +175,18 @@ function loadBalancerController(ctx: StandInContext, { lbs, pools }: LbCaches, l
       reconcile: async (key) => {
         const lb = lbs.get(key);
         if (!lb) return;
-        if (lb.metadata.deletionTimestamp) {
-          if (!(lb.metadata.finalizers ?? []).includes(FINALIZER_LB_CONTROLLER)) return;
-          if (lb.spec?.ipam !== 'dhcp') await release(client, pools, lb);
-          await patchFinalizers(
-            client,
-            Resources.loadBalancer,
-            lb,
-            withoutFinalizer(FINALIZER_LB_CONTROLLER),
-          );
-          logger.info('load balancer removed', { lb: formatKey(key), ip: lb.status?.allocatedAddress?.ip });
-          return;
-        }
-        const withFin = await patchFinalizers(
+        const step = await reconcileFinalizer(
           client,
           Resources.loadBalancer,
           lb,
-          withFinalizer(FINALIZER_LB_CONTROLLER),
+          FINALIZER_LB_CONTROLLER,
+          async () => {
+            if (lb.spec?.ipam !== 'dhcp') await release(client, pools, lb);
+          },
         );
-        if (withFin) return; // the change comes back as an event
+        if (step === 'deleting' && (lb.metadata.finalizers ?? []).includes(FINALIZER_LB_CONTROLLER))
+          logger.info('load balancer removed', { lb: formatKey(key), ip: lb.status?.allocatedAddress?.ip });
+        if (step !== 'present') return; // an added finalizer comes back as an event
         if (lb.spec?.ipam === 'dhcp') {
           if (lb.status?.allocatedAddress?.ip === DHCP_ADDRESS) return;
           await updateWithRetry(client, Resources.loadBalancer, lb, refOf(lb), (o) => {

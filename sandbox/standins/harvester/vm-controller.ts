@@ -5,7 +5,9 @@
 // removedPersistentVolumeClaims before its finalizer goes.
 // Like wrangler's handlers it reacts to VM events only: a missing image or PVC is not
 // watched for; the VM is looked at again on its next change.
-import { formatKey, keyOf, objectKey, parseKey } from '../../../src/api/object-key.js';
+import { formatKey, keyOf, objectKey, parseKey, type ObjectKey } from '../../../src/api/object-key.js';
+import type { KubeClient } from '../../../src/kube/client.js';
+import type { Logger } from '../../../src/log/logger.js';
 import type { Controller } from '../../../src/kube/manager.js';
 import { Resources } from '../../../src/kube/resources.js';
 import type { StandInContext } from '../context.js';
@@ -18,17 +20,58 @@ import type {
   VirtualMachineImage,
   VirtualMachineInstance,
 } from '../types.js';
-import {
-  mergePatchWithRetry,
-  patchFinalizers,
-  refOf,
-  updateWithRetry,
-  withFinalizer,
-  withoutFinalizer,
-} from '../writes.js';
+import { reconcileFinalizer, type FinalizerStep } from '../finalizer.js';
+import { mergePatchWithRetry, refOf, updateWithRetry } from '../writes.js';
+
+/**
+ * Why a claim template waits (its image not created yet) or is skipped (a CDI-backed image,
+ * not played), as Harvester logs it; undefined when the PVC may be made.
+ */
+export function imageSkip(
+  template: PersistentVolumeClaim,
+  imageOf: (key: ObjectKey) => VirtualMachineImage | undefined,
+): { message: string; fields: Record<string, string> } | undefined {
+  const imageId = template.metadata.annotations?.[Annotations.imageId];
+  if (imageId === undefined || imageId.split('/').length !== 2) return undefined;
+  const image = imageOf(parseKey(imageId));
+  if (!image)
+    return {
+      message: 'The corresponding VMImage is not created yet; skipping this PVC',
+      fields: { pvc: template.metadata.name, imageId },
+    };
+  if (image.spec.backend === 'cdi')
+    return {
+      message: 'images with the CDI backend (DataVolumes) are not played by the sandbox',
+      fields: { imageId },
+    };
+  return undefined;
+}
 
 /** Harvester gives up quietly on this error prefix when growing a PVC. */
 const PVC_EXPAND_ERROR_PREFIX = 'PVC_EXPAND';
+
+// Users may resize volumes elsewhere: only a larger request in the template is applied.
+async function growPvc(
+  client: KubeClient,
+  logger: Logger,
+  existing: PersistentVolumeClaim,
+  template: PersistentVolumeClaim,
+): Promise<void> {
+  const wanted = template.spec.resources?.requests?.storage ?? '0';
+  try {
+    await updateWithRetry(client, Resources.pvc, existing, refOf(existing), (pvc) => {
+      if (compareQuantities(wanted, pvc.spec.resources?.requests?.storage ?? '0') <= 0) return undefined;
+      pvc.spec.resources = { ...pvc.spec.resources, requests: { ...template.spec.resources?.requests } };
+      return pvc;
+    });
+  } catch (err) {
+    if (err instanceof Error && err.message.includes(PVC_EXPAND_ERROR_PREFIX)) {
+      logger.warn('in VM controller, PVC expand error', { error: err.message });
+      return;
+    }
+    throw err;
+  }
+}
 
 export function harvesterVmController(ctx: StandInContext): Controller {
   const { client } = ctx;
@@ -44,25 +87,10 @@ export function harvesterVmController(ctx: StandInContext): Controller {
     const namespace = vm.metadata.namespace ?? '';
     for (const template of parseTemplates(raw)) {
       const name = template.metadata.name;
-      const imageId = template.metadata.annotations?.[Annotations.imageId];
-      if (imageId !== undefined) {
-        const parts = imageId.split('/');
-        if (parts.length === 2) {
-          const image = images.get(parseKey(imageId));
-          if (!image) {
-            logger.warn('The corresponding VMImage is not created yet; skipping this PVC', {
-              pvc: name,
-              imageId,
-            });
-            continue;
-          }
-          if (image.spec.backend === 'cdi') {
-            logger.warn('images with the CDI backend (DataVolumes) are not played by the sandbox', {
-              imageId,
-            });
-            continue;
-          }
-        }
+      const skip = imageSkip(template, (key) => images.get(key));
+      if (skip) {
+        logger.warn(skip.message, skip.fields);
+        continue;
       }
       const existing = pvcs.get(objectKey(namespace, name));
       if (!existing) {
@@ -74,25 +102,7 @@ export function harvesterVmController(ctx: StandInContext): Controller {
         });
         continue;
       }
-      await growPvc(existing, template);
-    }
-  }
-
-  // Users may resize volumes elsewhere: only a larger request in the template is applied.
-  async function growPvc(existing: PersistentVolumeClaim, template: PersistentVolumeClaim): Promise<void> {
-    const wanted = template.spec.resources?.requests?.storage ?? '0';
-    try {
-      await updateWithRetry(client, Resources.pvc, existing, refOf(existing), (pvc) => {
-        if (compareQuantities(wanted, pvc.spec.resources?.requests?.storage ?? '0') <= 0) return undefined;
-        pvc.spec.resources = { ...pvc.spec.resources, requests: { ...template.spec.resources?.requests } };
-        return pvc;
-      });
-    } catch (err) {
-      if (err instanceof Error && err.message.includes(PVC_EXPAND_ERROR_PREFIX)) {
-        logger.warn('in VM controller, PVC expand error', { error: err.message });
-        return;
-      }
-      throw err;
+      await growPvc(client, logger, existing, template);
     }
   }
 
@@ -127,7 +137,6 @@ export function harvesterVmController(ctx: StandInContext): Controller {
 
   async function cleanupPvcs(vm: VirtualMachine): Promise<void> {
     const key = keyOf(vm);
-    if (!(vm.metadata.finalizers ?? []).includes(Finalizers.harvesterVmCleanup)) return;
     // An injected fault: the handler fails as it would when Harvester's controller is stuck.
     if (ctx.faults.isRemovalHeld(key))
       throw new Error(`cleanupPVCAndSnapshot of VM ${formatKey(key)} is failing (held)`);
@@ -135,13 +144,10 @@ export function harvesterVmController(ctx: StandInContext): Controller {
       const deleted = await client.delete(Resources.pvc, { namespace: vm.metadata.namespace ?? '', name });
       if (deleted) logger.info('deleted PVC removed with its VM', { vm: formatKey(key), pvc: name });
     }
-    await patchFinalizers(
-      client,
-      Resources.virtualMachine,
-      vm,
-      withoutFinalizer(Finalizers.harvesterVmCleanup),
-    );
   }
+
+  const onRemove = (vm: VirtualMachine): Promise<FinalizerStep> =>
+    reconcileFinalizer(client, Resources.virtualMachine, vm, Finalizers.harvesterVmCleanup, cleanupPvcs);
 
   return ctx.manager
     .controller('harvester-vm', {
@@ -149,19 +155,14 @@ export function harvesterVmController(ctx: StandInContext): Controller {
         const vm = vms.get(key);
         if (!vm || ctx.faults.isForgotten(key)) return;
         if (vm.metadata.deletionTimestamp) {
-          await cleanupPvcs(vm);
+          await onRemove(vm);
           return;
         }
         await createPvcsFromAnnotation(vm);
         await storeRunStrategy(vm);
         await syncLabelsToVmi(vm);
         // wrangler's OnRemove registration adds its finalizer on the first change it sees.
-        await patchFinalizers(
-          client,
-          Resources.virtualMachine,
-          vm,
-          withFinalizer(Finalizers.harvesterVmCleanup),
-        );
+        await onRemove(vm);
       },
       logger: logger,
     })

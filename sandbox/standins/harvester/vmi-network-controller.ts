@@ -11,14 +11,8 @@ import type { StandInContext } from '../context.js';
 import { Annotations, Finalizers } from '../names.js';
 
 import type { VirtualMachine, VirtualMachineInstance } from '../types.js';
-import {
-  mergePatchWithRetry,
-  patchFinalizers,
-  refOf,
-  updateWithRetry,
-  withFinalizer,
-  withoutFinalizer,
-} from '../writes.js';
+import { reconcileFinalizer } from '../finalizer.js';
+import { mergePatchWithRetry, refOf, updateWithRetry } from '../writes.js';
 
 export function vmiNetworkController(ctx: StandInContext): Controller {
   const { client } = ctx;
@@ -58,12 +52,6 @@ export function vmiNetworkController(ctx: StandInContext): Controller {
         return changed ? fresh : undefined;
       });
     }
-    await patchFinalizers(
-      client,
-      Resources.virtualMachineInstance,
-      vmi,
-      withoutFinalizer(Finalizers.harvesterVmiMacBackfill),
-    );
   }
 
   return ctx.manager
@@ -71,18 +59,14 @@ export function vmiNetworkController(ctx: StandInContext): Controller {
       reconcile: async (key) => {
         const vmi = vmis.get(key);
         if (!vmi) return;
-        if (vmi.metadata.deletionTimestamp) {
-          if ((vmi.metadata.finalizers ?? []).includes(Finalizers.harvesterVmiMacBackfill))
-            await backfillMacs(vmi);
-          return;
-        }
-        const added = await patchFinalizers(
+        const step = await reconcileFinalizer(
           client,
           Resources.virtualMachineInstance,
           vmi,
-          withFinalizer(Finalizers.harvesterVmiMacBackfill),
+          Finalizers.harvesterVmiMacBackfill,
+          backfillMacs,
         );
-        if (added) return;
+        if (step !== 'present') return;
         const vm = vms.get(key);
         if (vm && vmi.status?.phase === 'Running' && (vmi.status.interfaces ?? []).length > 0)
           await rememberMacs(vmi, vm);

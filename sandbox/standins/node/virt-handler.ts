@@ -17,9 +17,16 @@ import type { ReconcileResult } from '../../../src/kube/work-queue.js';
 import type { StandInContext } from '../context.js';
 import { Labels, SANDBOX_NODE } from '../names.js';
 import { sandboxNetworks } from '../network-servers.js';
-import { nowIso, sameJson } from '../runtime.js';
-import type { Condition, Pod, VirtualMachineInstance, VmiPhase, VmiStatus } from '../types.js';
-import { domainInterfaces, domainVolumeStatuses, randomMac, withGuestAgentData } from './domain-status.js';
+import { sameJson } from '../runtime.js';
+import type { Pod, VirtualMachineInstance, VmiStatus } from '../types.js';
+import { domainVolumeStatuses, randomMac } from './domain-status.js';
+import {
+  runningStatus,
+  shutdownStatus,
+  startedStatus,
+  StepClocks,
+  vmiStep,
+} from './virt-handler-decisions.js';
 import { VMI_PODS } from './kubelet.js';
 import {
   guestAddresses,
@@ -27,30 +34,6 @@ import {
   networkDataSource,
   type GuestAddresses,
 } from './guest-addresses.js';
-
-/** The machine type libvirt resolves q35 to on Harvester's hosts (virt-handler records it). */
-const MACHINE_TYPE = 'pc-q35-rhel9.6.0';
-
-const isFinal = (vmi: VirtualMachineInstance): boolean =>
-  vmi.status?.phase === 'Succeeded' || vmi.status?.phase === 'Failed';
-
-function withPhase(status: VmiStatus, phase: VmiPhase): VmiStatus {
-  if (status.phase === phase) return status;
-  return {
-    ...status,
-    phase,
-    phaseTransitionTimestamps: [
-      ...(status.phaseTransitionTimestamps ?? []),
-      { phase, phaseTransitionTimestamp: nowIso() },
-    ],
-  };
-}
-
-function upsertCondition(conditions: Condition[] | undefined, cond: Condition): Condition[] {
-  const list = (conditions ?? []).filter((c) => c.type !== cond.type);
-  const old = (conditions ?? []).find((c) => c.type === cond.type);
-  return [...list, old && old.status === cond.status ? old : cond];
-}
 
 /** A guest waiting for a DHCP lease (Harvester's IP pool binds its MAC soon) asks again this often. */
 const LEASE_RETRY_MS = 500;
@@ -68,19 +51,10 @@ export interface VirtHandlerStandIn {
 export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): VirtHandlerStandIn {
   const vmis = ctx.manager.cache<VirtualMachineInstance>({ type: Resources.virtualMachineInstance });
   const pods = ctx.manager.cache<Pod>(VMI_PODS);
-  /** When each VMI (by UID) entered the step it is in, as this process saw it. */
-  const clocks = new Map<string, { step: string; since: number }>();
+  const clocks = new StepClocks();
   const networks = sandboxNetworks(ctx);
-
-  const remaining = (vmi: VirtualMachineInstance, step: string, delay: number): number => {
-    const uid = vmi.metadata.uid ?? '';
-    let clock = clocks.get(uid);
-    if (clock?.step !== step) {
-      clock = { step, since: Date.now() };
-      clocks.set(uid, clock);
-    }
-    return Math.max(0, clock.since + delay - Date.now());
-  };
+  const remaining = (vmi: VirtualMachineInstance, step: string, delay: number): number =>
+    clocks.remaining(vmi.metadata.uid ?? '', step, delay);
 
   /**
    * virt-handler may update VMIs but not get them (its ClusterRole): it writes what its informer
@@ -120,19 +94,7 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
   async function start(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
     const wait = remaining(vmi, 'Scheduled', ctx.behaviour.delays.scheduledMs);
     if (wait > 0) return { requeueAfterMs: wait };
-    await writeStatus(vmi, (s, v) =>
-      s.phase !== 'Scheduled'
-        ? s
-        : {
-            ...withPhase(s, 'Running'),
-            interfaces: domainInterfaces(v, () => randomMac()),
-            volumeStatus: domainVolumeStatuses(v),
-            machine: { type: MACHINE_TYPE },
-            // No SELinux on the node: virt-controller needs this to render hot-plug attachment pods.
-            selinuxContext: 'none',
-            guestOSInfo: {},
-          },
-    );
+    await writeStatus(vmi, (s, v) => startedStatus(s, v, () => randomMac()));
     return undefined;
   }
 
@@ -142,20 +104,7 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
       : remaining(vmi, 'Running', ctx.behaviour.delays.guestAgentMs);
     const needsAddresses = (vmi.status?.interfaces ?? []).some((i) => !i.ipAddress);
     const guest = agentWait === 0 && needsAddresses ? await guestOf(vmi) : [];
-    await writeStatus(vmi, (s, v) => {
-      const next: VmiStatus = { ...s, volumeStatus: domainVolumeStatuses(v) };
-      if (agentWait === 0) {
-        next.interfaces = withGuestAgentData(s.interfaces ?? [], guest);
-        next.conditions = upsertCondition(s.conditions, {
-          type: 'AgentConnected',
-          status: 'True',
-          lastProbeTime: null,
-          lastTransitionTime: nowIso(),
-        });
-        next.guestOSInfo = { id: 'ubuntu', name: 'Ubuntu', version: '24.04', kernelRelease: '6.8.0-generic' };
-      }
-      return next;
-    });
+    await writeStatus(vmi, (s, v) => runningStatus(s, v, agentWait === 0, guest));
     if (guest.some((g) => g.awaitingLease)) return { requeueAfterMs: LEASE_RETRY_MS };
     if (Number.isFinite(agentWait) && agentWait > 0) return { requeueAfterMs: agentWait };
     // A hot-plug mid-way (mounted, not yet attached) takes another pass, as virt-handler's refresh.
@@ -167,38 +116,35 @@ export function virtHandler(ctx: StandInContext, handlerClient: KubeClient): Vir
   async function shutdown(vmi: VirtualMachineInstance): Promise<ReconcileResult> {
     const wait = remaining(vmi, 'Deleting', ctx.behaviour.delays.shutdownMs);
     if (wait > 0) return { requeueAfterMs: wait };
-    await writeStatus(vmi, (s) =>
-      isFinal({ ...vmi, status: s })
-        ? s
-        : {
-            ...withPhase(s, 'Succeeded'),
-            conditions: (s.conditions ?? []).filter((c) => c.type !== 'AgentConnected'),
-          },
-    );
+    await writeStatus(vmi, (s) => shutdownStatus(s, vmi));
     return undefined;
   }
 
   async function reconcile(key: ObjectKey): Promise<ReconcileResult> {
     const vmi = vmis.get(key);
-    if (!vmi || vmi.status?.nodeName !== SANDBOX_NODE || isFinal(vmi)) return;
-    const phase = vmi.status.phase;
+    if (!vmi || vmi.status?.nodeName !== SANDBOX_NODE) return;
     const launcherGoing = pods.list(
       (p) =>
         p.metadata.labels?.[Labels.createdBy] === vmi.metadata.uid &&
         p.metadata.deletionTimestamp !== undefined,
     );
-    if (vmi.metadata.deletionTimestamp || launcherGoing.length > 0)
-      return phase === 'Scheduled' || phase === 'Running' ? shutdown(vmi) : undefined;
-    if (phase === 'Scheduled') return start(vmi);
-    if (phase === 'Running') return running(vmi);
-    return undefined;
+    switch (vmiStep(vmi, launcherGoing.length > 0)) {
+      case 'shutdown':
+        return shutdown(vmi);
+      case 'start':
+        return start(vmi);
+      case 'running':
+        return running(vmi);
+      case undefined:
+        return undefined;
+    }
   }
 
   const controller = ctx.manager
     .controller('virt-handler', { reconcile })
     .watch(vmis, (e) => {
       if (e.type === 'DELETED') {
-        clocks.delete(e.object.metadata.uid ?? '');
+        clocks.forget(e.object.metadata.uid ?? '');
         networks.forget(e.object.metadata.uid ?? '');
       }
       return keyOf(e.object);
