@@ -181,8 +181,11 @@ export function vlanNetwork(namespace: string, name: string, vlan: number): Kube
   } as KubeObject;
 }
 
-/** The objects a machine pool refers to; the stand-ins then import the image and validate the key. */
-export async function seedHarvester(admin: KubeClient, publicKey: string): Promise<void> {
+/**
+ * The objects a machine pool refers to; the stand-ins (or Harvester's own controllers) then import
+ * the image from `imageUrl` (the sandbox's image server on 127.0.0.1) and validate the key.
+ */
+export async function seedHarvester(admin: KubeClient, publicKey: string, imageUrl: string): Promise<void> {
   const ns = SEED_NAMESPACE;
   await createIfAbsent(admin, Resources.storageClass, {
     apiVersion: 'storage.k8s.io/v1',
@@ -208,7 +211,7 @@ export async function seedHarvester(admin: KubeClient, publicKey: string): Promi
     spec: {
       displayName: 'ubuntu-22.04-server-cloudimg-amd64.img',
       sourceType: 'download',
-      url: 'https://images.sandbox.invalid/ubuntu-22.04-server-cloudimg-amd64.img',
+      url: imageUrl,
     },
   } as KubeObject);
   await seedNetworks(admin);

@@ -7,7 +7,10 @@
 // - harvesterViaRancher: the kubeconfig Rancher generates for the Harvester cluster
 //   (…/k8s/clusters/<clusterId>, Rancher token), also saved as a Harvester cloud credential;
 // - rancherLocal: admin of Rancher's local cluster (where the cleanup controller runs).
+import type { VirtualMachineImage } from '../src/api/harvester.js';
 import type { KubeClient } from '../src/kube/client.js';
+import { Resources } from '../src/kube/resources.js';
+import { waitFor } from '../src/kube/wait.js';
 import { ClusterApi, type ClusterApiOptions } from './capi/manager.js';
 import { silentLogger, type Logger } from '../src/log/logger.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../src/rancher/cloud-credential.js';
@@ -19,6 +22,7 @@ import type { HarvesterComponents } from './harvester/components.js';
 import type { KubeVirt } from './kubevirt/kubevirt.js';
 import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
 import { authorize, type Attributes } from './proxy/identity.js';
+import { startImageServer, type ImageServer } from './image-server.js';
 import { createRancherCluster } from './rancher/cluster.js';
 import {
   harvesterCloudCredential,
@@ -109,6 +113,8 @@ export interface Sandbox {
   harvesterComponents: HarvesterComponents | undefined;
   /** With SandboxOptions.clusterApi: the running manager. */
   clusterApi: ClusterApi | undefined;
+  /** The image download site on 127.0.0.1 the seeded image's URL names. */
+  imageServer: ImageServer;
   proxy: FrontProxy;
   clusterId: string;
   kubeconfigs: { harvesterDirect: string; harvesterViaRancher: string; rancherLocal: string };
@@ -194,13 +200,16 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const harvester = harvesterPlane.cp;
     const rancher = rancherStart.value;
     logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
+    // The seeded image's URL, served on 127.0.0.1: Harvester's own image controller asks it (HEAD)
+    // and the backing-image stand-in downloads it; nothing goes out.
+    const imageServer = await startImageServer();
+    stops.push(() => imageServer.stop());
     const ssh = sandboxSshKey();
     recordSecret("the sandbox key pair's SSH private key", ssh.privateKeyPem);
     await seedDriverRoles(harvester.admin);
     // The chart's default StorageClass exists before anyone makes an image: Harvester's image
     // mutator refuses an image while no StorageClass is the default.
     await ensureDefaultStorageClass(harvester.admin);
-    await seedHarvester(harvester.admin, ssh.publicKey);
     await discoverSandboxDevices(harvester.admin);
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });
 
@@ -213,6 +222,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       logger,
     });
     stops.push(() => standIns.stop());
+    // Seeded once the stand-ins run: with ownHarvester, Harvester's image controller creates the
+    // image's BackingImage at once, which only passes Longhorn's mutator (a stand-in).
+    await seedHarvester(harvester.admin, ssh.publicKey, imageServer.seedImageUrl);
     const proxy = await startFrontProxy({ harvester, rancher, clusterId, logger });
     stops.push(() => proxy.stop());
 
@@ -287,8 +299,18 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       );
     };
     await saveCredential(rancherToken);
-    // The image is usable once imported and the key pair once validated (stand-ins' work).
+    // The image is usable once imported and the key pair once validated (stand-ins' work, or
+    // with ownHarvester Harvester's own, which the stand-ins' idleness does not cover).
     await standIns.idle();
+    if (opts.ownHarvester)
+      await waitFor<VirtualMachineImage>(admin, {
+        type: Resources.virtualMachineImage,
+        namespace: SEED_NAMESPACE,
+        name: SEED_IMAGE,
+        description: `Harvester's image controller to import ${SEED_NAMESPACE}/${SEED_IMAGE}`,
+        until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
+        timeoutMs: 120_000,
+      });
     logger.info('sandbox: up', { proxy: proxy.url, clusterId, seconds: (Date.now() - started) / 1000 });
 
     return {
@@ -298,6 +320,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       kubevirt: harvesterPlane.kubevirt,
       harvesterComponents: harvesterPlane.components,
       clusterApi,
+      imageServer,
       proxy,
       clusterId,
       kubeconfigs: {

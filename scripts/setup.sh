@@ -6,7 +6,8 @@
 #                                 and webhook among them: sandbox/harvester)
 #   setup.sh --for walkthrough    only what `npm run walkthrough` needs: no squid or microsocks,
 #                                 no release tools (buildah, podman, skopeo, helm), one Cluster API
-#                                 version, no kubectl; but rancher-machine and the plugin executable
+#                                 version, no kubectl; but Harvester's own harvester and webhook,
+#                                 rancher-machine and the plugin executable
 #   setup.sh ... --list           the phases that mode runs, with their cold estimates; runs nothing
 #
 # Each phase prints one line: what it does, how long it takes cold on 2 shared cores (measured),
@@ -103,8 +104,9 @@ run_phases() {
     phase "Cluster API manager $walkthrough_capi" 250 bash sandbox/capi/build-cluster-api.sh "$walkthrough_capi"
   fi
   phase "KubeVirt virt-api and virt-controller $kubevirt_version" 300 bash sandbox/kubevirt/build-kubevirt.sh "$kubevirt_version"
+  # The walkthrough runs on Harvester's own webhook and controllers too (docs/decisions/0023).
+  phase "Harvester $harvester_version's own harvester and webhook" 600 bash sandbox/harvester/build-harvester.sh "$harvester_version"
   if [ "$mode" = tests ]; then
-    phase "Harvester $harvester_version's own harvester and webhook" 600 bash sandbox/harvester/build-harvester.sh "$harvester_version"
     phase "kubectl $kube_version for docs/sandbox-by-hand.md" 120 bash scripts/setup-kubectl.sh
   fi
   phase "compile TypeScript" 40 compile

@@ -4,12 +4,20 @@
 import assert from 'node:assert/strict';
 import type { X509Certificate } from 'node:crypto';
 import tls from 'node:tls';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { FINALIZER_HARVESTER_VM_CLEANUP } from '../src/harvester/labels.js';
 import { isKubeError } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import { waitFor } from '../src/kube/wait.js';
 import type { Vm } from '../src/harvester-access/harvester-api.js';
+import type { VirtualMachineImage } from '../src/api/harvester.js';
+import { SEED_IMAGE_BYTES, SEED_IMAGE_VIRTUAL_SIZE } from '../sandbox/image-server.js';
+import {
+  BackingImages,
+  IMAGE_ID_ANNOTATION,
+  LONGHORN_NAMESPACE,
+  type BackingImage,
+} from '../sandbox/standins/storage/backing-images.js';
 import { WebhookConfigurations, type WebhookConfiguration } from '../sandbox/harvester/components.js';
 import { HARVESTER_NAMESPACE } from '../sandbox/harvester/version.js';
 import { useSandbox } from './support/sandbox-fixture.js';
@@ -42,30 +50,6 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
     const h = fixture.sandbox.harvesterComponents;
     if (h)
       console.log(`# harvester: start ${JSON.stringify(h.startTimes)} rss kB ${JSON.stringify(h.rssKb())}`);
-  });
-
-  // Open finding: Harvester's own image controller, which tries to reach the image's URL
-  // and fails here, and the image stand-in both handle the seeded image; the StorageClass the
-  // stand-in makes for it does not stay. Made again here, as the stand-in makes it, until the
-  // image pipeline is settled.
-  before(async () => {
-    const admin = fixture.sandbox.harvester.admin;
-    const image = await admin.get<KubeObject & { status?: { storageClassName?: string } }>(
-      Resources.virtualMachineImage,
-      { namespace: ns, name: fixture.sandbox.seeds.image },
-    );
-    const name = image.status?.storageClassName ?? '';
-    if (!name || (await admin.find(Resources.storageClass, { name }))) return;
-    await admin.create(Resources.storageClass, {
-      apiVersion: 'storage.k8s.io/v1',
-      kind: 'StorageClass',
-      metadata: { name },
-      provisioner: 'driver.longhorn.io',
-      reclaimPolicy: 'Delete',
-      allowVolumeExpansion: true,
-      volumeBindingMode: 'Immediate',
-      parameters: { backingImage: `vmi-${image.metadata.uid ?? ''}`, numberOfReplicas: '3' },
-    } as KubeObject);
   });
 
   it('registered its own webhook configurations, which kube-apiserver reaches at its webhook process', async () => {
@@ -114,6 +98,100 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
     // The process on that port serves the certificate Harvester issued for its Service's name.
     const cert = await connectTls(components.webhookPort, 'harvester-webhook.harvester-system.svc', caPem);
     assert.match(cert.subjectAltName ?? '', /DNS:harvester-webhook\.harvester-system\.svc/);
+  });
+
+  it("its image controller imports the seeded image from 127.0.0.1 through Longhorn's BackingImage (the stand-in's status), and removes both with the image", async () => {
+    const { sandbox } = fixture;
+    const admin = sandbox.harvester.admin;
+    const imported = (i: VirtualMachineImage | undefined): boolean =>
+      (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True');
+    // Harvester asked the URL itself (the image stand-in never does), on the sandbox's server.
+    assert.ok((sandbox.imageServer.requests.HEAD ?? 0) >= 1, 'Harvester sent a HEAD to the image URL');
+    const seed = await admin.get<VirtualMachineImage>(Resources.virtualMachineImage, {
+      namespace: ns,
+      name: sandbox.seeds.image,
+    });
+    assert.ok(imported(seed), 'the seeded image is Imported');
+    const uid = seed.metadata.uid ?? '';
+    assert.equal(seed.status?.storageClassName, `lh-${uid}`);
+    // Its size and virtual size are the ones the BackingImage reports (the served qcow2 header).
+    assert.equal(seed.status?.size, SEED_IMAGE_BYTES);
+    assert.equal(seed.status?.virtualSize, SEED_IMAGE_VIRTUAL_SIZE);
+    const bi = await admin.get<BackingImage>(BackingImages, {
+      namespace: LONGHORN_NAMESPACE,
+      name: `vmi-${uid}`,
+    });
+    assert.equal(bi.metadata.annotations?.[IMAGE_ID_ANNOTATION], `${ns}/${sandbox.seeds.image}`);
+    assert.equal(bi.spec?.sourceParameters?.url, sandbox.imageServer.seedImageUrl);
+    assert.equal(bi.spec?.minNumberOfCopies, 3);
+    const sc = await admin.get<KubeObject & { provisioner?: string; parameters?: Record<string, string> }>(
+      Resources.storageClass,
+      { name: `lh-${uid}` },
+    );
+    assert.equal(sc.provisioner, 'driver.longhorn.io');
+    assert.equal(sc.parameters?.backingImage, `vmi-${uid}`);
+
+    // A second image: imported, then deleted: Harvester deletes its BackingImage and StorageClass.
+    const name = 'own-image-2';
+    await admin.create(Resources.virtualMachineImage, {
+      apiVersion: 'harvesterhci.io/v1beta1',
+      kind: 'VirtualMachineImage',
+      metadata: { name, namespace: ns },
+      spec: { displayName: 'second.img', sourceType: 'download', url: sandbox.imageServer.seedImageUrl },
+    } as KubeObject);
+    const second = await waitFor<VirtualMachineImage>(admin, {
+      type: Resources.virtualMachineImage,
+      namespace: ns,
+      name,
+      description: `image ${name} to be imported`,
+      until: imported,
+      timeoutMs: 60_000,
+    });
+    const secondUid = second?.metadata.uid ?? '';
+    assert.ok(await admin.find(Resources.storageClass, { name: `lh-${secondUid}` }));
+    await admin.delete(Resources.virtualMachineImage, { namespace: ns, name });
+    for (const [type, at] of [
+      [Resources.virtualMachineImage, { namespace: ns, name }],
+      [BackingImages, { namespace: LONGHORN_NAMESPACE, name: `vmi-${secondUid}` }],
+      [Resources.storageClass, { name: `lh-${secondUid}` }],
+    ] as const)
+      await waitFor<KubeObject>(admin, {
+        type,
+        ...at,
+        description: `${type.kind} ${at.name} to be gone`,
+        until: (o) => o === undefined,
+        timeoutMs: 60_000,
+      });
+  });
+
+  it('an image whose URL is not on 127.0.0.1 is never fetched: its BackingImage fails and Harvester records the failure', async () => {
+    const { sandbox } = fixture;
+    const admin = sandbox.harvester.admin;
+    const name = 'own-image-elsewhere';
+    // Served by the sandbox's server, but named by another loopback spelling: Harvester's HEAD
+    // passes, the stand-in's download is refused (it fetches 127.0.0.1 only).
+    const url = sandbox.imageServer.seedImageUrl.replace('127.0.0.1', 'localhost');
+    await admin.create(Resources.virtualMachineImage, {
+      apiVersion: 'harvesterhci.io/v1beta1',
+      kind: 'VirtualMachineImage',
+      metadata: { name, namespace: ns },
+      spec: { displayName: 'elsewhere.img', sourceType: 'download', url },
+    } as KubeObject);
+    const failed = await waitFor<VirtualMachineImage>(admin, {
+      type: Resources.virtualMachineImage,
+      namespace: ns,
+      name,
+      description: `image ${name} to fail its import`,
+      // Harvester's own words for a failed import: "failed due to error: <the file's message>".
+      until: (i) =>
+        /failed due to error: .*not the sandbox's image server/.test(JSON.stringify(i?.status ?? {})),
+      timeoutMs: 60_000,
+    });
+    assert.ok(
+      !(failed?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
+      'not imported',
+    );
+    await admin.delete(Resources.virtualMachineImage, { namespace: ns, name });
   });
 
   it('a VM the driver creates passes its mutators and validators, and its VM controller takes it over', async () => {

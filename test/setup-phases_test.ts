@@ -141,7 +141,7 @@ describe('set-up modes', () => {
   const proxies = /squid|microsocks/;
   const kubectl = /kubectl/;
 
-  it('the walkthrough builds one Cluster API version, KubeVirt and the job binaries; no tests-only tools', () => {
+  it("the walkthrough builds one Cluster API version, KubeVirt, Harvester's own processes and the job binaries; no tests-only tools", () => {
     const lines = listPhases('walkthrough');
     for (const line of lines) assert.match(line, /^setup: .+ \(cold ~\d+ s\)$/);
     const all = lines.join('\n');
@@ -150,6 +150,8 @@ describe('set-up modes', () => {
     assert.equal(lines.filter((l) => l.includes('Cluster API')).length, 1);
     assert.ok(all.includes(`Cluster API manager ${CAPI_RANCHER_2_13.version}`), all);
     assert.ok(all.includes(`KubeVirt virt-api and virt-controller ${KUBEVIRT_VERSION}`), all);
+    // The walkthrough runs on Harvester's own webhook and controllers (docs/decisions/0023).
+    assert.match(all, /Harvester v\S+'s own harvester and webhook/);
     assert.match(all, /control-plane build/);
     assert.match(all, /rancher-machine v\S+ and the plugin executable/);
     assert.match(

@@ -397,11 +397,13 @@ function firstExit(processes: ManagedProcess[]): Promise<never> {
 
 /**
  * The chart's namespace, service account and its binding to cluster-admin, and the webhook's
- * Service; and Rancher's `cattle-system`, where `harvester` writes a Secret at start (Rancher runs
- * beside Harvester in every Harvester cluster and makes that namespace).
+ * Service; Rancher's `cattle-system`, where `harvester` writes a Secret at start (Rancher runs
+ * beside Harvester in every Harvester cluster and makes that namespace); and Longhorn's
+ * `longhorn-system` (its chart, a dependency of Harvester's, makes it), where Harvester's image
+ * controller creates each image's BackingImage.
  */
 async function installChartObjects(admin: KubeClient): Promise<void> {
-  for (const name of [HARVESTER_NAMESPACE, 'cattle-system'])
+  for (const name of [HARVESTER_NAMESPACE, 'cattle-system', 'longhorn-system'])
     await createOrReplace(admin, Resources.namespace, {
       apiVersion: 'v1',
       kind: 'Namespace',

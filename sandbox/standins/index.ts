@@ -28,6 +28,8 @@ import { vmDhcpControllers } from './harvester/vm-dhcp-controller.js';
 import { kubelet } from './node/kubelet.js';
 import { nodeController } from './node/node-controller.js';
 import { virtHandler } from './node/virt-handler.js';
+import { backingImageStandIn } from './storage/backing-images.js';
+import { longhornMutatingWebhook } from './storage/longhorn-webhook.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
 export type { CreateVolumeRequest, CsiStandIn, HotplugRequest } from './csi/csi.js';
@@ -48,12 +50,14 @@ export interface StandInOptions {
   virtHandlerClient?: KubeClient;
   /**
    * Serves and registers Harvester's PVC deletion webhook (harvester/pvc-webhook.ts) with this
-   * certificate for 127.0.0.1; without it no webhook refuses a PVC deletion.
+   * certificate for 127.0.0.1; without it no webhook refuses a PVC deletion. With ownHarvester:
+   * Longhorn's BackingImage mutator instead (storage/longhorn-webhook.ts).
    */
   harvesterWebhook?: WebhookServing;
   /**
    * Harvester's own `webhook` and `harvester` run (sandbox/harvester): the stand-ins they replace
-   * are not started (the VM, PVC, VMI-network and KeyPair controllers, the PVC webhook).
+   * are not started (the VM, PVC, VMI-network, KeyPair and image controllers, the PVC webhook),
+   * and Longhorn's backing images are played instead of the image controller (storage/backing-images.ts).
    */
   ownHarvester?: boolean;
   logger?: Logger;
@@ -112,12 +116,16 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
     vmiNetworkController(ctx);
     keyPairController(ctx);
   }
-  imageController(ctx);
+  if (own) backingImageStandIn(ctx);
+  else imageController(ctx);
   longhornBinder(ctx);
   loadBalancerControllers(ctx);
   vmDhcpControllers(ctx);
-  const webhook =
-    options.harvesterWebhook && !own ? pvcDeletionWebhook(ctx, options.harvesterWebhook) : undefined;
+  const webhook = !options.harvesterWebhook
+    ? undefined
+    : own
+      ? longhornMutatingWebhook(ctx, options.harvesterWebhook)
+      : pvcDeletionWebhook(ctx, options.harvesterWebhook);
   const handler = options.virtHandlerClient ? virtHandler(ctx, options.virtHandlerClient) : undefined;
   if (handler) {
     nodeController(ctx, devices.offer);

@@ -36,7 +36,19 @@ export interface WalkthroughRun {
   interrupt(signal: string): Promise<void>;
 }
 
-export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
+export interface WalkthroughOptions {
+  /**
+   * Harvester v1.8.0's own webhook and controllers serve the sandbox (default true); false: the
+   * stand-ins that play them (docs/decisions/0023-harvester-in-the-sandbox.md).
+   */
+  ownHarvester?: boolean;
+}
+
+export function runWalkthrough(
+  write?: (line: string) => void,
+  opts: WalkthroughOptions = {},
+): WalkthroughRun {
+  const ownHarvester = opts.ownHarvester !== false;
   const say = new Narrator(STEPS, write);
   const world = new World();
   const story = new Story(world, say);
@@ -48,18 +60,31 @@ export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
       "(real kube-apiservers for Harvester and for Rancher's local cluster, the real Cluster API controller-manager;",
     );
     say.line(
-      " stand-ins for Harvester's and Rancher's own controllers; the real rancher-machine CLI driving our",
+      ownHarvester
+        ? " Harvester v1.8.0's own webhook and controllers; stand-ins for Longhorn, Harvester's add-ons and Rancher's"
+        : " stand-ins for Harvester's and Rancher's own controllers; the real rancher-machine CLI driving our",
     );
+    if (ownHarvester) say.line(' own controllers; the real rancher-machine CLI driving our');
     say.line(' single-executable plugin; our cleanup controller as its own process)');
 
     await say.step('Start the sandbox', async () => {
-      await world.startSandbox((line) => say.say('build', line));
+      await world.startSandbox((line) => say.say('build', line), ownHarvester);
       const { sandbox } = world;
       story.view = new HarvesterView(sandbox.harvester.admin, sandbox.seeds.namespace);
       say.say(
         'Harvester',
-        `kube-apiserver ${sandbox.harvester.server} + KubeVirt ${sandbox.kubevirt?.version ?? '(not run)'} (virt-api, virt-controller) + stand-ins (KubeVirt's node, Harvester, Longhorn, CSI); image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
+        `kube-apiserver ${sandbox.harvester.server} + KubeVirt ${sandbox.kubevirt?.version ?? '(not run)'} (virt-api, virt-controller) + ${sandbox.harvesterComponents ? `Harvester ${sandbox.harvesterComponents.build.version}'s own webhook and controllers + stand-ins (KubeVirt's node, Harvester's add-ons, Longhorn, CSI)` : "stand-ins (KubeVirt's node, Harvester, Longhorn, CSI)"}; image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
       );
+      const own = sandbox.harvesterComponents;
+      if (own?.startTimes) {
+        const rss = Object.entries(own.rssKb())
+          .map(([name, kb]) => `${name} ${Math.round(kb / 1024)} MiB`)
+          .join(', ');
+        say.say(
+          'Harvester',
+          `its own webhook registered in ${(own.startTimes.webhookReadyMs / 1000).toFixed(1)} s, its controllers leading in ${(own.startTimes.harvesterLeadingMs / 1000).toFixed(1)} s; resident: ${rss}`,
+        );
+      }
       say.say(
         'Rancher',
         `local cluster ${sandbox.rancher.server}; Harvester imported as ${sandbox.clusterId}, reached at ${sandbox.proxy.url}/k8s/clusters/${sandbox.clusterId}`,
