@@ -7,6 +7,10 @@
 // the real KubeVirt in their place, moves the basis with it). Goal: create within 0.5 s of it.
 // Baseline in the same run, optional: --baseline=<commit> builds that commit's executable
 // (support/older-executable.ts) and alternates its cycles with ours on the same sandbox.
+// Beside each total, the driver's own lag (docs/decisions/0028-bench-method.md): for create, the
+// phase "driver notices the address" (the address seen by the watch to the driver's IP line);
+// for rm, the time from the VM gone (the watch) to the command's end, which also holds
+// rancher-machine's own steps after Remove: an upper bound of the driver's lag.
 // Run: npx tsc -p . && node dist/bench/create-phases.js [--cycles=5] [--baseline=<commit>]
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,9 +33,15 @@ import {
   rancherMachineBinary,
   rancherMachineSkipReason,
 } from '../test/interop/support/rancher-machine.js';
-import { createBreakdown, type CreateBreakdown, type Observed } from './support/create-phases.js';
+import {
+  CREATE_LAG_PHASE,
+  createBreakdown,
+  type CreateBreakdown,
+  type Observed,
+} from './support/create-phases.js';
 import { startByteCounter, type ByteCounter } from './support/byte-counter.js';
 import { buildExecutableAt } from './support/older-executable.js';
+import { median, showMs } from './support/spread.js';
 import { TRACE_ENV, installTracingPlugin, readTrace } from './support/plugin-trace.js';
 
 export const CREATE_GOAL_MS = 500;
@@ -51,6 +61,10 @@ export interface CreatePhasesSummary {
   /** createMs − standInsMs, median of the per-cycle differences. */
   oursMs: number;
   rmMs: number;
+  /** The driver's lag on create (CREATE_LAG_PHASE), median. */
+  lagMs: number;
+  /** From the VM gone to rm's end (an upper bound of the driver's lag on rm), median. */
+  rmAfterGoneMs: number;
   /** Requests of the create job that reached Harvester (at the front proxy), median. */
   requests: number;
   /** Bytes the create job read from Harvester through Rancher's path (on the wire), median. */
@@ -58,6 +72,7 @@ export interface CreatePhasesSummary {
   phases: PhaseFigure[];
   samples: Array<CreateBreakdown & { requests: number; bytesRead: number }>;
   rmSamples: number[];
+  rmAfterGoneSamples: number[];
 }
 
 export interface CreatePhasesReport {
@@ -69,11 +84,6 @@ export interface CreatePhasesReport {
   goalMet: boolean;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0 ? NaN : s.length % 2 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Watches the machine's VM and instance from the outside (straight on the apiserver). */
@@ -82,6 +92,7 @@ function observe(admin: KubeClient, namespace: string, name: string): { seen: Ob
   const at = { namespace, fieldSelector: `metadata.name=${name}` };
   const vm = admin.watch<KubeObject>(Resources.virtualMachine, at, (e) => {
     if (e.type === 'ADDED') seen.vmAdded ??= Date.now();
+    if (e.type === 'DELETED') seen.vmGone ??= Date.now();
   });
   const vmi = admin.watch<VirtualMachineInstance & KubeObject>(Resources.virtualMachineInstance, at, (e) => {
     const now = Date.now();
@@ -105,7 +116,13 @@ interface Runner {
   trace: string;
 }
 
-type CycleResult = { create: CreateBreakdown & { requests: number; bytesRead: number }; rmMs: number };
+type CycleResult = {
+  create: CreateBreakdown & { requests: number; bytesRead: number };
+  rmMs: number;
+  /** From the VM gone (the watch) to the rm command's end. */
+  rmAfterGoneMs: number;
+};
+const lagOf = (b: CreateBreakdown): number => b.phases.find((p) => p.name === CREATE_LAG_PHASE)?.ms ?? NaN;
 
 async function cycle(
   sandbox: Sandbox,
@@ -137,8 +154,15 @@ async function cycle(
       started + create.durationMs,
     );
     const traffic = { requests: sandbox.proxy.faults.count(), bytesRead: counter.read };
+    const rmStarted = Date.now();
     const rm = await runner.cli.expect(rancherRemoveArgs({ instance: name }));
-    return { create: { ...breakdown, ...traffic }, rmMs: rm.durationMs };
+    const rmEnded = rmStarted + rm.durationMs;
+    for (let i = 0; i < 50 && watch.seen.vmGone === undefined; i++) await sleep(20);
+    return {
+      create: { ...breakdown, ...traffic },
+      rmMs: rm.durationMs,
+      rmAfterGoneMs: Math.max(0, rmEnded - (watch.seen.vmGone ?? rmEnded)),
+    };
   } finally {
     watch.stop();
   }
@@ -154,6 +178,8 @@ function summarize(label: string, runs: CycleResult[]): CreatePhasesSummary {
     standInsMs: median(samples.map((s) => s.standInsMs)),
     oursMs: median(samples.map((s) => s.oursMs)),
     rmMs: median(runs.map((r) => r.rmMs)),
+    lagMs: median(samples.map(lagOf)),
+    rmAfterGoneMs: median(runs.map((r) => r.rmAfterGoneMs)),
     requests: median(samples.map((s) => s.requests)),
     bytesRead: median(samples.map((s) => s.bytesRead)),
     phases: names.map((p, i) => ({
@@ -163,6 +189,7 @@ function summarize(label: string, runs: CycleResult[]): CreatePhasesSummary {
     })),
     samples,
     rmSamples: runs.map((r) => r.rmMs),
+    rmAfterGoneSamples: runs.map((r) => r.rmAfterGoneMs),
   };
 }
 
@@ -185,6 +212,11 @@ export function formatCreatePhases(report: CreatePhasesReport): string[] {
       `scale: create through rancher-machine (${s.label}): ${ms(s.createMs)}, ${s.requests} requests, ${Math.round(s.bytesRead / 1024)} KB read; ` +
         `${ms(s.oursMs)} above the stand-ins' ${ms(s.standInsMs)} ` +
         `(goal ≤ ${ms(report.goalMs)}${s === report.ours ? (report.goalMet ? ', met' : ', NOT met') : ''}); rm ${ms(s.rmMs)}`,
+    );
+    lines.push(
+      `  ${s.label}, median (lowest–highest) of ${s.cycles} warmed cycles: create ${showMs(s.samples.map((x) => x.totalMs))}, ` +
+        `the stand-ins' and KubeVirt's ${showMs(s.samples.map((x) => x.standInsMs))}, the driver's lag ${showMs(s.samples.map(lagOf))}; ` +
+        `rm ${showMs(s.rmSamples)}, from the VM gone to its end ${showMs(s.rmAfterGoneSamples)}`,
     );
   }
   return lines;
@@ -256,7 +288,8 @@ export async function runCreatePhasesBench(
         results.set(r.label, [...(results.get(r.label) ?? []), result]);
         log(
           `  cycle ${i} ${r.label}: create ${Math.round(result.create.totalMs)} ms (stand-ins ${Math.round(result.create.standInsMs)} ms, ` +
-            `${result.create.requests} requests, ${Math.round(result.create.bytesRead / 1024)} KB read), rm ${result.rmMs} ms`,
+            `${result.create.requests} requests, ${Math.round(result.create.bytesRead / 1024)} KB read, lag ${Math.round(lagOf(result.create))} ms), ` +
+            `rm ${result.rmMs} ms (${Math.round(result.rmAfterGoneMs)} ms after the VM gone)`,
         );
       }
     }

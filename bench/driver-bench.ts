@@ -7,6 +7,11 @@
 //   the front proxy), e.g. the VMI Running with an address; "lag" = the operation's end
 //   minus that moment: what the waiting itself costs. Requests are counted at the front proxy,
 //   which only the driver under test goes through (cross-checked with KubeClientOptions.onRequest).
+//   Method (docs/decisions/0028-bench-method.md): one untimed create and remove first (KubeVirt's
+//   controllers in the sandbox start their first VM several seconds slower), then `rounds`
+//   interleaved lifecycles of each, medians with their spread; the condition's own time (the
+//   sandbox's) and the lag (the driver's) are shown apart, so that a slow VM start is not read as
+//   a slow driver.
 // Run: npx tsc -p . && node dist/bench/driver-bench.js [rounds=3]; or `npm run bench`.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,6 +26,7 @@ import { startSandbox, type Sandbox } from '../sandbox/sandbox.js';
 import type { Delays } from '../sandbox/standins/index.js';
 import { machineFlags } from '../test/support/machines.js';
 import { GO_POLL_INTERVAL_MS, GO_POLL_TRIES, GoPollingDriver } from './support/go-polling-baseline.js';
+import { median, showMs, spread, type Spread } from './support/spread.js';
 
 export const BENCH_DELAYS: Delays = {
   podStartMs: 300,
@@ -52,7 +58,7 @@ export interface Sample {
   totalMs: number;
   /** When the operation's end condition held, seen by an independent watch. */
   conditionMs: number;
-  /** totalMs − conditionMs: how long after the fact the waiter noticed. */
+  /** totalMs − conditionMs (at least 0): how long after the fact the waiter noticed. */
   lagMs: number;
   /** Requests that reached Harvester (counted at the front proxy). */
   requests: number;
@@ -63,6 +69,12 @@ export interface Sample {
 export interface Summary {
   /** Medians over the rounds. */
   totalMs: number;
+  /** The totals' median, lowest and highest. */
+  total: Spread;
+  /** When the condition held (the sandbox's own time: KubeVirt, the stand-ins), over the rounds. */
+  condition: Spread;
+  /** The lags' median, lowest and highest. */
+  lag: Spread;
   /** totalMs − the stand-ins' configured delay. */
   addedMs: number;
   lagMs: number;
@@ -95,6 +107,8 @@ export interface DriverBenchReport {
   bench: 'driver';
   date: string;
   rounds: number;
+  /** The untimed create and remove before the rounds, and how long they took. */
+  warmUpMs: { create: number; remove: number };
   standInDelaysMs: Delays;
   goPolling: { intervalMs: number; tries: number };
   operations: OperationFigures[];
@@ -115,12 +129,6 @@ interface Lifecycle {
   remove(): Promise<void>;
   close(): void;
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 
 interface WaitCondition {
   type: ResourceType;
@@ -229,10 +237,25 @@ class Bench {
     return {
       totalMs: ended - started,
       conditionMs: held - started,
-      lagMs: ended - held,
+      // The watch's event can trail the driver's own read of the same state by a few ms: 0, not less.
+      lagMs: Math.max(0, ended - held),
       requests: this.sandbox.proxy.faults.count(),
       requestsSent: this.sent,
     };
+  }
+
+  /** One create and remove with our driver, not measured: the sandbox's first VM. */
+  async warmUp(name: string): Promise<{ create: number; remove: number }> {
+    const driver = this.ours(name);
+    try {
+      const started = performance.now();
+      await driver.create();
+      const created = performance.now();
+      await driver.remove();
+      return { create: created - started, remove: performance.now() - created };
+    } finally {
+      driver.close();
+    }
   }
 
   /** Creates the machine, then measures only its removal with the guest shutdown slowed down. */
@@ -269,6 +292,9 @@ function summarize(samples: Sample[], delay: number): Summary {
   const totalMs = median(samples.map((s) => s.totalMs));
   return {
     totalMs,
+    total: spread(samples.map((s) => s.totalMs)),
+    condition: spread(samples.map((s) => s.conditionMs)),
+    lag: spread(samples.map((s) => s.lagMs)),
     addedMs: totalMs - delay,
     lagMs: median(samples.map((s) => s.lagMs)),
     requests: median(samples.map((s) => s.requests)),
@@ -301,10 +327,18 @@ export async function runDriverBench(opts: DriverBenchOptions = {}): Promise<Dri
     goPolling: [] as Array<Record<Operation, Sample>>,
   };
   let slowRemoval: SlowRemoval | undefined;
+  let warmUpMs: { create: number; remove: number } | undefined;
   try {
     const bench = new Bench(sandbox, store);
+    // Untimed: the sandbox's first VM (KubeVirt's controllers filling their caches, the first
+    // launcher pod) is several seconds slower than the rest and would be whoever goes first.
+    warmUpMs = await bench.warmUp('bench-warm-pool1-a1b2c-w0');
+    log(
+      `  warm-up (untimed): create ${Math.round(warmUpMs.create)} ms, remove ${Math.round(warmUpMs.remove)} ms`,
+    );
     for (let r = 1; r <= rounds; r++) {
-      // Alternate who goes first, so neither always meets a warmer or busier system.
+      // Interleaved, and who goes first alternates (ours, Go, Go, ours, ours, Go…), so both see
+      // the same sandbox and neither always meets a warmer or busier one.
       const order = r % 2 ? (['ours', 'goPolling'] as const) : (['goPolling', 'ours'] as const);
       for (const kind of order) {
         const name = `bench-${kind === 'ours' ? 'ours' : 'go'}-r${r}-pool1-a1b2c-x${r}`;
@@ -357,6 +391,7 @@ export async function runDriverBench(opts: DriverBenchOptions = {}): Promise<Dri
     bench: 'driver',
     date: new Date().toISOString(),
     rounds,
+    warmUpMs,
     standInDelaysMs: d,
     goPolling: { intervalMs: GO_POLL_INTERVAL_MS, tries: GO_POLL_TRIES },
     operations,
@@ -406,6 +441,14 @@ export function formatTable(report: DriverBenchReport): string[] {
     line(header),
     ...rows.map(line),
     `medians of ${report.rounds} round(s); "added" = total − the stand-ins' delay; "lag" = total − when the condition held (independent watch);`,
+    `per operation, median (lowest–highest) of ${report.rounds} warmed, interleaved round(s):`,
+    ...report.operations.flatMap((o) => [
+      `  ${o.operation}: ours total ${showMs(o.ours.samples.map((x) => x.totalMs))}, lag ${showMs(o.ours.samples.map((x) => x.lagMs))}; ` +
+        `Go total ${showMs(o.goPolling.samples.map((x) => x.totalMs))}, lag ${showMs(o.goPolling.samples.map((x) => x.lagMs))}`,
+      `    condition held after: ours ${showMs(o.ours.samples.map((x) => x.conditionMs))}, Go ${showMs(o.goPolling.samples.map((x) => x.conditionMs))} (the sandbox's); ` +
+        `the driver's difference (Go lag − ours lag): ${Math.round(o.goPolling.lagMs - o.ours.lagMs)} ms; ` +
+        `total difference ${Math.round(o.goPolling.totalMs - o.ours.totalMs)} ms`,
+    ]),
     `targets: wait ≥ ${report.targets.waitSpeedup}x faster and no more requests than the Go driver (req ratio ≤ ${report.targets.requestRatio}); "!" = not met`,
     `remove with a ${report.slowRemoval.shutdownMs / 1000} s guest shutdown: ours ${ms(report.slowRemoval.ours.totalMs)}, ${report.slowRemoval.ours.requests} requests; ` +
       `Go polling ${ms(report.slowRemoval.goPolling.totalMs)}, ${report.slowRemoval.goPolling.requests} requests`,

@@ -11,6 +11,9 @@
 //     fixed delays are printed, so that what is left is rancher-machine's and the driver's
 //     own time. Baseline: the Go driver's waiting strategy (poll every 5 s), run beside
 //     ours on the same VM from the instant the Go driver would start it (go-style-waiter.ts).
+//     One untimed cycle first (the sandbox's first VM is seconds slower); beside each total,
+//     the time from the condition (the IP, the VM gone, seen by a watch) to the command's end:
+//     the driver's lag plus what rancher-machine does after; docs/decisions/0028-bench-method.md.
 // Run: npx tsc -p . && node dist/bench/plugin-bench.js [--runs=15] [--cycles=3]
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,6 +31,7 @@ import { DEFAULT_DELAYS } from '../sandbox/standins/context.js';
 import { startSandbox, type Sandbox } from '../sandbox/sandbox.js';
 import { installPlugin, pluginExecutable } from '../sandbox/rancher-machine/plugin-executable.js';
 import { PLUGIN_ENV, memoryBytes, startPlugin } from '../test/interop/support/plugin-process.js';
+import { showMs } from './support/spread.js';
 import {
   INSTALL_SCRIPT,
   poolConfig,
@@ -192,6 +196,10 @@ interface Cycle {
   /** VM marked for deletion -> gone (the stand-ins' shutdown, garbage collection). */
   rmDeleteToGoneMs: number;
   rmGoPollExtraMs: number;
+  /** The IP (the watch) to create's end: the driver's lag, then rancher-machine after Create. */
+  createAfterIpMs: number;
+  /** The VM gone (the watch) to rm's end: the driver's lag, then rancher-machine after Remove. */
+  rmAfterGoneMs: number;
 }
 
 const sleep = (t: number): Promise<void> => new Promise((r) => setTimeout(r, t));
@@ -217,7 +225,8 @@ async function benchSandbox(sandbox: Sandbox, executable: string, cycles: number
       },
     });
     const results: Cycle[] = [];
-    for (let i = 1; i <= cycles; i++) {
+    // Cycle 0 is the untimed warm-up: the sandbox's first VM.
+    for (let i = 0; i <= cycles; i++) {
       const name = `bench-pool1-6b7c8d9e0-c${i}`;
       cli.freshHome();
       const watch = observe(sandbox.harvester.admin, name);
@@ -231,9 +240,11 @@ async function benchSandbox(sandbox: Sandbox, executable: string, cycles: number
             config: poolConfig(sandbox.seeds),
           }),
         );
+        const createEnded = performance.now();
         const { instants } = watch;
         const goReady = await instants.goReady;
         const rm = await cli.expect(rancherRemoveArgs({ instance: name }));
+        const rmEnded = performance.now();
         while (instants.vmGone === undefined) await sleep(20);
         const goRemoved = await instants.goRemoved;
         const need = (v: number | undefined, what: string): number => {
@@ -250,7 +261,13 @@ async function benchSandbox(sandbox: Sandbox, executable: string, cycles: number
             need(instants.vmGone, 'the VM gone') - need(instants.deletionMarked, 'the deletion'),
           rmGoPollExtraMs:
             need(goRemoved, 'the Go-style removal wait end') - need(instants.vmGone, 'the VM gone'),
+          createAfterIpMs: createEnded - need(instants.ipReported, 'the IP'),
+          rmAfterGoneMs: rmEnded - need(instants.vmGone, 'the VM gone'),
         };
+        if (i === 0) {
+          console.log(`  warm-up (untimed): create ${ms(cycle.createMs)}, rm ${ms(cycle.rmMs)}`);
+          continue;
+        }
         results.push(cycle);
         console.log(
           `  cycle ${i}: create ${ms(cycle.createMs)} (VM->IP ${ms(cycle.createVmToIpMs)}, 5 s poller +${ms(cycle.createGoPollExtraMs)}); ` +
@@ -310,8 +327,19 @@ async function main(): Promise<void> {
         rmMs: med('rmMs'),
         rmDeleteToGoneMs: med('rmDeleteToGoneMs'),
         rmGoPollExtraMs: med('rmGoPollExtraMs'),
+        createAfterIpMs: med('createAfterIpMs'),
+        rmAfterGoneMs: med('rmAfterGoneMs'),
       };
-      console.log(`rancher-machine on the sandbox (median of ${cycles}):`);
+      const all = (key: keyof Cycle): string => showMs(results.map((c) => c[key]));
+      console.log(`rancher-machine on the sandbox (median (lowest–highest) of ${cycles} warmed cycles):`);
+      console.log(
+        `  create ${all('createMs')}; IP to its end ${all('createAfterIpMs')} (the driver's lag + rancher-machine after Create); ` +
+          `a 5 s poller saw the IP ${all('createGoPollExtraMs')} after it`,
+      );
+      console.log(
+        `  rm     ${all('rmMs')}; VM gone to its end ${all('rmAfterGoneMs')} (the driver's lag + rancher-machine after Remove); ` +
+          `a 5 s poller saw it gone ${all('rmGoPollExtraMs')} after it`,
+      );
       console.log(
         `  create ${ms(summary.createMs)}: of it ${ms(summary.createVmToIpMs)} from VM creation to the IP (stand-ins), ` +
           `${ms(summary.createMs - summary.createVmToIpMs)} rancher-machine + plugin + driver; ` +

@@ -5,12 +5,17 @@
 import type { TraceLine } from './plugin-trace.js';
 
 /** What the independent watch saw, ms since the epoch. */
+/** The phase that is the driver's own lag on create: the address seen by the watch to the driver's IP line. */
+export const CREATE_LAG_PHASE = 'driver notices the address';
+
 export interface Observed {
   vmAdded?: number;
   vmiAdded?: number;
   /** First time the instance was seen in each phase. */
   phases: Record<string, number>;
   ipReported?: number;
+  /** When the VM was gone (the removal that followed). */
+  vmGone?: number;
 }
 
 export interface Phase {
@@ -96,7 +101,7 @@ export function createBreakdown(
     ['stand-ins: VM to instance', need('the instance', observed.vmiAdded), 'stand-ins'],
     ['stand-ins: instance to Running', need('Running', observed.phases.Running), 'stand-ins'],
     ['stand-ins: Running to the address', need('the address', observed.ipReported), 'stand-ins'],
-    ['driver notices the address', at('the IP line', out(host, 'Get machine ip')), 'ours'],
+    [CREATE_LAG_PHASE, at('the IP line', out(host, 'Get machine ip')), 'ours'],
     // rancher-machine does not wait for its plugins to exit after Close.
     ['after Create (GetState, provisioning, saves, Close, exit)', endedMs, 'ours'],
   ];
