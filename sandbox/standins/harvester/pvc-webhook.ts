@@ -10,28 +10,15 @@
 // 127.0.0.1 with a certificate from the control plane's CA (the caller's), answered from the
 // stand-ins' VM cache as Harvester answers from its own. Not played: the image-export and
 // golden-image refusals, the owner-reference check, and the webhook's other resources.
-import https from 'node:https';
-import type http from 'node:http';
-import { isAlreadyExists } from '../../../src/kube/errors.js';
-import { Resources, clusterResourceType, type KubeObject } from '../../../src/kube/resources.js';
+import { Resources } from '../../../src/kube/resources.js';
+import { admissionWebhook, type WebhookServing } from '../admission-webhook.js';
 import type { StandInContext } from '../context.js';
 import { Annotations } from '../names.js';
 import type { PersistentVolumeClaim, VirtualMachine } from '../types.js';
 import { parseTemplates } from './vm-controller.js';
 
-/** The serving certificate (for 127.0.0.1) and the CA kube-apiserver checks it against. */
-export interface WebhookServing {
-  certPem: string;
-  keyPem: string;
-  caPem: string;
-}
+export type { WebhookServing } from '../admission-webhook.js';
 
-const VALIDATING_CONFIG = clusterResourceType(
-  'admissionregistration.k8s.io',
-  'v1',
-  'validatingwebhookconfigurations',
-  'ValidatingWebhookConfiguration',
-);
 const CONFIG_NAME = 'harvester-validator';
 const WEBHOOK_NAME = 'validator.harvesterhci.io';
 const VALIDATION_PATH = '/v1/webhook/validation';
@@ -107,7 +94,6 @@ export function pvcDeletionWebhook(ctx: StandInContext, serving: WebhookServing)
     .cache<VirtualMachine>({ type: Resources.virtualMachine })
     .addIndex(VM_BY_PVC, pvcsNamedBy);
   const logger = ctx.logger.child({ controller: 'harvester-webhook' });
-  let server: https.Server | undefined;
 
   const review = (body: string): unknown => {
     const parsed = JSON.parse(body) as { apiVersion?: string; request?: AdmissionRequest };
@@ -124,83 +110,29 @@ export function pvcDeletionWebhook(ctx: StandInContext, serving: WebhookServing)
     };
   };
 
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    if (req.method !== 'POST' || req.url?.split('?')[0] !== VALIDATION_PATH) {
-      res.writeHead(404).end();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_REVIEW_BYTES) req.destroy();
-      else chunks.push(c);
-    });
-    req.on('end', () => {
-      try {
-        const answer = JSON.stringify(review(Buffer.concat(chunks).toString('utf8')));
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(answer);
-      } catch (err) {
-        res.writeHead(400, { 'Content-Type': 'text/plain' }).end(String(err));
-      }
-    });
-  };
-
+  const webhook = admissionWebhook(ctx.client, logger, serving, {
+    kind: 'Validating',
+    configName: CONFIG_NAME,
+    webhookName: WEBHOOK_NAME,
+    path: VALIDATION_PATH,
+    maxReviewBytes: MAX_REVIEW_BYTES,
+    rules: [
+      {
+        operations: ['DELETE'],
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        resources: ['persistentvolumeclaims'],
+        scope: 'Namespaced',
+      },
+    ],
+    admissionReviewVersions: ['v1', 'v1beta1'],
+    review,
+  });
   return {
     async start() {
-      const listening = https.createServer({ cert: serving.certPem, key: serving.keyPem }, onRequest);
-      server = listening;
-      await new Promise<void>((resolve, reject) => {
-        listening.once('error', reject);
-        listening.listen(0, '127.0.0.1', () => resolve());
-      });
-      const port = (listening.address() as { port: number }).port;
-      const config = {
-        apiVersion: 'admissionregistration.k8s.io/v1',
-        kind: 'ValidatingWebhookConfiguration',
-        metadata: { name: CONFIG_NAME },
-        webhooks: [
-          {
-            name: WEBHOOK_NAME,
-            clientConfig: {
-              url: `https://127.0.0.1:${port}${VALIDATION_PATH}`,
-              caBundle: Buffer.from(serving.caPem, 'utf8').toString('base64'),
-            },
-            rules: [
-              {
-                operations: ['DELETE'],
-                apiGroups: [''],
-                apiVersions: ['v1'],
-                resources: ['persistentvolumeclaims'],
-                scope: 'Namespaced',
-              },
-            ],
-            failurePolicy: 'Fail',
-            sideEffects: 'None',
-            admissionReviewVersions: ['v1', 'v1beta1'],
-          },
-        ],
-      } as unknown as KubeObject;
-      try {
-        await ctx.client.create(VALIDATING_CONFIG, config);
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-        const current = await ctx.client.get<KubeObject>(VALIDATING_CONFIG, { name: CONFIG_NAME });
-        await ctx.client.update(VALIDATING_CONFIG, {
-          ...config,
-          metadata: { ...config.metadata, resourceVersion: current.metadata.resourceVersion },
-        });
-      }
+      const port = await webhook.start();
       logger.info('Harvester PVC webhook registered', { port });
     },
-    async stop() {
-      await ctx.client.delete(VALIDATING_CONFIG, { name: CONFIG_NAME }).catch((err: unknown) => {
-        logger.warn('could not deregister the Harvester PVC webhook', { error: String(err) });
-      });
-      const s = server;
-      server = undefined;
-      if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
-      s?.closeAllConnections();
-    },
+    stop: () => webhook.stop(),
   };
 }

@@ -8,20 +8,10 @@
 // name correction, source parameters of restore and clone, labels. Served over TLS on 127.0.0.1
 // (the caller's certificate), registered as MutatingWebhookConfiguration
 // `longhorn-webhook-mutator` for CREATE of backingimages, failurePolicy Fail.
-import https from 'node:https';
-import type http from 'node:http';
-import { isAlreadyExists } from '../../../src/kube/errors.js';
-import { clusterResourceType, type KubeObject } from '../../../src/kube/resources.js';
+import { admissionWebhook, type WebhookServing } from '../admission-webhook.js';
 import type { StandInContext } from '../context.js';
-import type { WebhookServing } from '../harvester/pvc-webhook.js';
 import { LONGHORN_FINALIZER, type BackingImage } from './backing-images.js';
 
-const MUTATING_CONFIG = clusterResourceType(
-  'admissionregistration.k8s.io',
-  'v1',
-  'mutatingwebhookconfigurations',
-  'MutatingWebhookConfiguration',
-);
 export const LONGHORN_MUTATOR_CONFIG = 'longhorn-webhook-mutator';
 const MUTATION_PATH = '/v1/webhook/mutation';
 const MAX_REVIEW_BYTES = 1024 * 1024;
@@ -58,7 +48,6 @@ export interface LonghornWebhook {
 
 export function longhornMutatingWebhook(ctx: StandInContext, serving: WebhookServing): LonghornWebhook {
   const logger = ctx.logger.child({ controller: 'longhorn-webhook' });
-  let server: https.Server | undefined;
 
   const review = (body: string): unknown => {
     const parsed = JSON.parse(body) as {
@@ -76,83 +65,29 @@ export function longhornMutatingWebhook(ctx: StandInContext, serving: WebhookSer
     return { apiVersion: parsed.apiVersion ?? 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
   };
 
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    if (req.method !== 'POST' || req.url?.split('?')[0] !== MUTATION_PATH) {
-      res.writeHead(404).end();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_REVIEW_BYTES) req.destroy();
-      else chunks.push(c);
-    });
-    req.on('end', () => {
-      try {
-        const answer = JSON.stringify(review(Buffer.concat(chunks).toString('utf8')));
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(answer);
-      } catch (err) {
-        res.writeHead(400, { 'Content-Type': 'text/plain' }).end(String(err));
-      }
-    });
-  };
-
+  const webhook = admissionWebhook(ctx.client, logger, serving, {
+    kind: 'Mutating',
+    configName: LONGHORN_MUTATOR_CONFIG,
+    webhookName: 'mutator.longhorn.io',
+    path: MUTATION_PATH,
+    maxReviewBytes: MAX_REVIEW_BYTES,
+    rules: [
+      {
+        operations: ['CREATE'],
+        apiGroups: ['longhorn.io'],
+        apiVersions: ['v1beta2'],
+        resources: ['backingimages'],
+        scope: 'Namespaced',
+      },
+    ],
+    admissionReviewVersions: ['v1'],
+    review,
+  });
   return {
     async start() {
-      const listening = https.createServer({ cert: serving.certPem, key: serving.keyPem }, onRequest);
-      server = listening;
-      await new Promise<void>((resolve, reject) => {
-        listening.once('error', reject);
-        listening.listen(0, '127.0.0.1', () => resolve());
-      });
-      const port = (listening.address() as { port: number }).port;
-      const config = {
-        apiVersion: 'admissionregistration.k8s.io/v1',
-        kind: 'MutatingWebhookConfiguration',
-        metadata: { name: LONGHORN_MUTATOR_CONFIG },
-        webhooks: [
-          {
-            name: 'mutator.longhorn.io',
-            clientConfig: {
-              url: `https://127.0.0.1:${port}${MUTATION_PATH}`,
-              caBundle: Buffer.from(serving.caPem, 'utf8').toString('base64'),
-            },
-            rules: [
-              {
-                operations: ['CREATE'],
-                apiGroups: ['longhorn.io'],
-                apiVersions: ['v1beta2'],
-                resources: ['backingimages'],
-                scope: 'Namespaced',
-              },
-            ],
-            failurePolicy: 'Fail',
-            sideEffects: 'None',
-            admissionReviewVersions: ['v1'],
-          },
-        ],
-      } as unknown as KubeObject;
-      try {
-        await ctx.client.create(MUTATING_CONFIG, config);
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-        const current = await ctx.client.get<KubeObject>(MUTATING_CONFIG, { name: LONGHORN_MUTATOR_CONFIG });
-        await ctx.client.update(MUTATING_CONFIG, {
-          ...config,
-          metadata: { ...config.metadata, resourceVersion: current.metadata.resourceVersion },
-        });
-      }
+      const port = await webhook.start();
       logger.info("Longhorn's BackingImage mutator registered", { port });
     },
-    async stop() {
-      await ctx.client.delete(MUTATING_CONFIG, { name: LONGHORN_MUTATOR_CONFIG }).catch((err: unknown) => {
-        logger.warn("could not deregister Longhorn's BackingImage mutator", { error: String(err) });
-      });
-      const s = server;
-      server = undefined;
-      if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
-      s?.closeAllConnections();
-    },
+    stop: () => webhook.stop(),
   };
 }
