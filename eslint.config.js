@@ -6,6 +6,7 @@ import tseslint from 'typescript-eslint';
 import { layersPlugin } from './eslint/layers.js';
 import { PURE_LAYERS, pureLayersPlugin } from './eslint/pure-layers.js';
 import { objectKeysPlugin } from './eslint/object-keys.js';
+import { harvesterAccessPlugin } from './eslint/harvester-access.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '**/*.js', '!eslint.config.js', '!eslint/*.js'] },
@@ -58,6 +59,14 @@ export default tseslint.config(
     ignores: ['src/api/**', 'src/**/*_test.ts'],
     plugins: { 'object-keys': objectKeysPlugin },
     rules: { 'object-keys/no-hand-built-keys': 'error' },
+  },
+  {
+    // The driver, the CLI and the controller reach Harvester only through src/harvester-access
+    // (eslint/harvester-access.js); test/lint-harvester-access_test.ts proves it.
+    files: ['src/{driver,cli,controller,plugin,bin}/**/*.ts'],
+    ignores: ['src/**/*_test.ts'],
+    plugins: { 'harvester-access': harvesterAccessPlugin },
+    rules: { 'harvester-access/only-through-access': 'error' },
   },
   {
     // Stand-ins are small setups and reconcilers, as src's controllers: no function over 100

@@ -3,14 +3,16 @@
 // service account, serves /metrics /healthz /readyz, and runs the cleanup controller while it
 // holds the Lease. Started by controller/main.ts under Node, or by the single executable.
 import os from 'node:os';
-import { KubeClient, setUserAgentProgram, type LeadershipCallbacks } from '../kube/index.js';
+import { KubeClient, setUserAgentProgram, type LeadershipCallbacks, type Manager } from '../kube/index.js';
+import type { LoadedKubeconfig } from '../kube/kubeconfig-loading.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { HelpRequested, parseConfig, type ControllerConfig } from './process/config.js';
 import { rancherKubeconfig } from './process/rancher-kubeconfig.js';
-import { CleanupController } from './controller.js';
+import { CleanupController, type CleanupControllerOptions } from './controller.js';
 import { probeServer } from './process/probe-server.js';
 import { LeaderElector } from './process/leader-election.js';
-import { controllerMetrics, countRequests } from './common/metrics.js';
+import { controllerMetrics, countRequests, type ControllerMetrics } from './common/metrics.js';
+import { exitAfter, exitPlan, type ManagerStop } from './process/exit-policy.js';
 import { REMOVE_HOOKS_COMMAND, removeHooksCommand } from './remove-hooks/remove-hooks-command.js';
 
 export interface Running {
@@ -21,18 +23,13 @@ export interface Running {
 
 export interface RunHooks {
   /**
-   * Ends the process after leadership was lost or when the controller cannot start (default
-   * process.exit): the Deployment restarts it clean, and whatever it still had in flight dies
-   * with it. Tests record it.
+   * Ends the process when the manager stops acting on its own (default process.exit;
+   * process/exit-policy.ts decides the code). Tests record it.
    */
   exit?: (code: number) => void;
 }
 
-/** Exit status: leadership lost, or the controller could not start (e.g. a list its RBAC denies). */
-export const EXIT_FAILED = 1;
-/** A shutdown after a failed start gets this long before the process exits anyway. */
-const FAILED_START_SHUTDOWN_MS = 5_000;
-
+/** Builds the controller on Rancher's local cluster, serves its probes, and runs the manager. */
 export async function run(
   config: ControllerConfig,
   logger: Logger,
@@ -46,17 +43,34 @@ export async function run(
     onRequest: countRequests(metrics, 'rancher'),
     compression: false,
   });
-  const exit = hooks.exit ?? ((code: number) => process.exit(code));
-  const lease = { name: config.leaderElection.name };
-  metrics.leaderElection.set(lease, 0);
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => (stopping ??= controller.stop().then(() => client.close()));
+  const exit = hooks.exit ?? ((code: number) => process.exit(code));
+  const stopped = (how: ManagerStop): void => exitAfter(exitPlan(how), { logger, shutdown, exit });
   const controller = new CleanupController({
     client,
     config,
     logger,
     metrics,
-    // Its own client (leader-election.ts): Lease renewals never wait behind the controller's requests.
+    ...leadership(config, loaded, logger, metrics),
+    onLeadershipLost: () => stopped({ reason: 'leadership-lost' }),
+    onStartFailed: (error) => stopped({ reason: 'start-failed', error }),
+  });
+  const server = controller.manager.add(probes(controller.manager, config, metrics, logger));
+  await controller.manager.run();
+  return { port: server.port, shutdown };
+}
+
+/** Leader election as configured (on its own client: leader-election.ts), and the leader metrics. */
+function leadership(
+  config: ControllerConfig,
+  loaded: LoadedKubeconfig,
+  logger: Logger,
+  metrics: ControllerMetrics,
+): Pick<CleanupControllerOptions, 'leaderElection' | 'onLeadershipChange'> {
+  const lease = { name: config.leaderElection.name };
+  metrics.leaderElection.set(lease, 0);
+  return {
     ...(config.leaderElection.enabled
       ? {
           leaderElection: ({ started, stopped }: LeadershipCallbacks) =>
@@ -73,42 +87,21 @@ export async function run(
       metrics.leader.set({}, leading ? 1 : 0);
       metrics.leaderElection.set(lease, leading ? 1 : 0);
     },
-    // Another replica may take over once the lease duration is up: the manager stopped acting
-    // (halt); exit now, as a clean shutdown could wait on requests that no longer get answers.
-    onLeadershipLost: () => {
-      logger.error('leadership lost; exiting');
-      exit(EXIT_FAILED);
+  };
+}
+
+/** /metrics, /healthz and /readyz, on the manager's readiness. */
+function probes(manager: Manager, config: ControllerConfig, metrics: ControllerMetrics, logger: Logger) {
+  return probeServer(
+    config.metricsBindAddress,
+    {
+      healthy: () => true,
+      ready: () => manager.ready,
+      metrics: () => metrics.registry.metrics(),
+      metricsContentType: metrics.registry.contentType,
     },
-    onStartFailed: (err) => {
-      logger.error('controller failed to start; exiting', {
-        error: err instanceof Error ? err.message : String(err),
-      });
-      // Exit, not just stop: the informers that did start keep their watches and timers
-      // alive, and a kubelet restarts only a process that ends. A shutdown that hangs on the
-      // apiserver does not hold the exit for longer than FAILED_START_SHUTDOWN_MS.
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, FAILED_START_SHUTDOWN_MS)));
-      void Promise.race([shutdown().catch(() => undefined), bound]).then(() => {
-        clearTimeout(timer);
-        exit(EXIT_FAILED);
-      });
-    },
-  });
-  const { manager } = controller;
-  const server = manager.add(
-    probeServer(
-      config.metricsBindAddress,
-      {
-        healthy: () => true,
-        ready: () => manager.ready,
-        metrics: () => metrics.registry.metrics(),
-        metricsContentType: metrics.registry.contentType,
-      },
-      logger,
-    ),
+    logger,
   );
-  await manager.run();
-  return { port: server.port, shutdown };
 }
 
 /** `controller remove-hooks [flags]`: runs instead of the controller and exits (remove-hooks-command.ts). */

@@ -6,9 +6,9 @@
 import type { Secret } from '../api/core.js';
 import { KubeClient, KubeError } from '../kube/index.js';
 import { decodeBase64OrPlain, KubeconfigError, kubeconfigProblems } from '../kube/kubeconfig-content.js';
-import { Resources } from '../kube/resources.js';
 import { redact, registerSecret, SecretRegistration } from '../log/redact.js';
 import { credentialKubeconfig } from '../rancher/cloud-credential.js';
+import { reviewSelf } from './self-review.js';
 
 /** What a probe of a credential found: accepted, refused, or no answer. */
 export type CredentialProbe = 'ok' | 'rejected' | 'unreachable';
@@ -110,11 +110,7 @@ export async function probeCredential(
   client: KubeClient,
 ): Promise<{ result: CredentialProbe; error?: KubeError }> {
   try {
-    await client.create(Resources.selfSubjectReview, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'SelfSubjectReview',
-      metadata: {},
-    });
+    await reviewSelf(client);
     return { result: 'ok' };
   } catch (err) {
     if (!(err instanceof KubeError)) throw err;

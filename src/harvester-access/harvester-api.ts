@@ -8,6 +8,7 @@ import { admissionDenial, isCredentialRejected, isNotFound } from '../kube/error
 import {
   Resources,
   describeOperation,
+  qualifiedName,
   resourcePath,
   resourceType,
   type KubeObject,
@@ -39,6 +40,25 @@ export const VmDhcpResources = {
 } as const;
 
 export type ConfigMap = ConfigMapObject & KubeObject;
+
+/** The host-device kinds of Harvester's pcidevices add-on, by the name callers use. */
+const HOST_DEVICE_TYPES = {
+  pciDevice: Resources.pciDevice,
+  pciDeviceClaim: Resources.pciDeviceClaim,
+  usbDevice: Resources.usbDevice,
+} as const;
+export type HostDeviceKind = keyof typeof HOST_DEVICE_TYPES;
+
+/** The qualified name of a host-device kind (plural.group), for messages. */
+export const hostDeviceKindName = (kind: HostDeviceKind): string => qualifiedName(HOST_DEVICE_TYPES[kind]);
+
+/** The kinds the driver waits on. */
+const WAIT_TYPES = {
+  vm: Resources.virtualMachine,
+  vmi: Resources.virtualMachineInstance,
+  vmNetworkConfig: VmDhcpResources.networkConfig,
+} as const;
+export type WaitKind = keyof typeof WAIT_TYPES;
 
 export type VmAction = 'start' | 'stop' | 'restart';
 
@@ -339,8 +359,13 @@ export class HarvesterApi {
   }
 
   /** Every object of a cluster-scoped kind (the pcidevices add-on's devices and claims). */
-  async listAll<T extends KubeObject>(type: ResourceType): Promise<T[]> {
+  private async listAll<T extends KubeObject>(type: ResourceType): Promise<T[]> {
     return (await this.guard(() => this.client.list<T>(type))).items;
+  }
+
+  /** Every object of one of Harvester's host-device kinds (the pcidevices add-on). */
+  listHostDevices<T extends KubeObject>(kind: HostDeviceKind): Promise<T[]> {
+    return this.listAll<T>(HOST_DEVICE_TYPES[kind]);
   }
 
   createVm(vm: VirtualMachine): Promise<Vm> {
@@ -459,8 +484,9 @@ export class HarvesterApi {
     );
   }
 
-  wait<T extends KubeObject>(spec: WaitSpec<T>): Promise<T | undefined> {
-    return this.guard(() => waitFor(this.client, spec));
+  /** Watches one object of a kind the driver waits on until `spec` says it is done (src/kube/wait.ts). */
+  wait<T extends KubeObject>(kind: WaitKind, spec: Omit<WaitSpec<T>, 'type'>): Promise<T | undefined> {
+    return this.guard(() => waitFor(this.client, { ...spec, type: WAIT_TYPES[kind] }));
   }
 
   close(): void {

@@ -1,10 +1,11 @@
 // doctor's questions to the servers: does Harvester answer (and over verified TLS), who
-// does it take the credential for (SelfSubjectReview), what may that identity do
-// (SelfSubjectAccessReview per verb), and what Rancher knows of the credential (the
-// cloud-credential Secret, the token behind it).
+// does it take the credential for, what may that identity do (per verb), each asked through
+// src/harvester-access/self-review.ts and judged here; and what Rancher knows of the
+// credential (the cloud-credential Secret, the token behind it), asked of Rancher's apiserver.
 import type { KubeClient } from '../../kube/client.js';
 import { isKubeError, KubeError } from '../../kube/errors.js';
-import { Resources, type KubeObject, type NewObject, type ResourceType } from '../../kube/resources.js';
+import type { KubeObject, ResourceType } from '../../kube/resources.js';
+import { askVersion, reviewAccess, reviewSelf } from '../../harvester-access/self-review.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
 import { UsageError } from '../errors.js';
 import { DRIVER_ACCESS, type AccessNeed } from './required-access.js';
@@ -22,7 +23,7 @@ function causeCode(err: KubeError): string | undefined {
 export async function probeConnection(client: KubeClient): Promise<ConnectionProbe> {
   const server = client.server;
   try {
-    await client.call({ method: 'GET', path: '/version', operation: 'get /version' });
+    await askVersion(client);
     return { server, answered: true, statusCode: 200 };
   } catch (err) {
     if (!(err instanceof KubeError)) throw err;
@@ -38,18 +39,9 @@ export async function probeConnection(client: KubeClient): Promise<ConnectionPro
   }
 }
 
-interface SelfSubjectReview extends KubeObject {
-  status?: { userInfo?: { username?: string; groups?: string[] } };
-}
-
 export async function probeIdentity(client: KubeClient): Promise<IdentityProbe> {
   try {
-    const review = await client.create<SelfSubjectReview>(Resources.selfSubjectReview, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'SelfSubjectReview',
-      metadata: {},
-    });
-    const user = review.status?.userInfo;
+    const user = await reviewSelf(client);
     return { result: 'accepted', username: user?.username ?? '(unknown user)', groups: user?.groups ?? [] };
   } catch (err) {
     if (!(err instanceof KubeError)) throw err;
@@ -68,10 +60,6 @@ export async function probeIdentity(client: KubeClient): Promise<IdentityProbe> 
   }
 }
 
-interface SelfSubjectAccessReview extends KubeObject {
-  status?: { allowed?: boolean; reason?: string };
-}
-
 async function canI(
   client: KubeClient,
   need: AccessNeed,
@@ -80,21 +68,14 @@ async function canI(
   namespace: string,
 ): Promise<AccessAnswer> {
   try {
-    const review = await client.create<SelfSubjectAccessReview>(Resources.selfSubjectAccessReview, {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SelfSubjectAccessReview',
-      metadata: {},
-      spec: {
-        resourceAttributes: {
-          group: need.group,
-          resource: need.resource,
-          verb,
-          ...(subresource ? { subresource } : {}),
-          ...(need.scope === 'namespace' ? { namespace } : {}),
-        },
-      },
-    } as NewObject<SelfSubjectAccessReview>);
-    return { verb, ...(subresource ? { subresource } : {}), allowed: review.status?.allowed === true };
+    const allowed = await reviewAccess(client, {
+      group: need.group,
+      resource: need.resource,
+      verb,
+      ...(subresource ? { subresource } : {}),
+      ...(need.scope === 'namespace' ? { namespace } : {}),
+    });
+    return { verb, ...(subresource ? { subresource } : {}), allowed };
   } catch (err) {
     if (!(err instanceof KubeError)) throw err;
     return { verb, ...(subresource ? { subresource } : {}), allowed: false, error: err.message };

@@ -4,7 +4,7 @@
 // falling back only within one Harvester cluster, each failure described as the gate
 // describes it. The load balancer and volume cleanups and the ownership recorder all reach
 // Harvester this way, so a cluster's leftovers are handled with its own credential.
-import { objectKey } from '../../api/object-key.js';
+import { objectKey, type ObjectKey } from '../../api/object-key.js';
 import { isCredentialRejected, type KubeClient } from '../../kube/index.js';
 import { harvesterClusterId } from '../../rancher/cloud-credential.js';
 import { BY_CLUSTER, clusterIndexKey, type RancherCaches } from './caches.js';
@@ -59,7 +59,7 @@ export async function withTargetClient<T>(
   deps: {
     caches: Pick<RancherCaches, 'credentials'>;
     harvester: HarvesterClients;
-    onCredentialRejected: (secretKey: string) => void;
+    onCredentialRejected: (secretKey: ObjectKey) => void;
     now: number;
   },
   target: ClusterTarget,
@@ -88,7 +88,7 @@ export async function withTargetClient<T>(
       return await act(client);
     } catch (err) {
       failures.push(describeFailure(err, label, c.secret, deps.now));
-      if (isCredentialRejected(err)) deps.onCredentialRejected(formatSecretRef(c.ref));
+      if (isCredentialRejected(err)) deps.onCredentialRejected(objectKey(c.ref.namespace, c.ref.name));
     }
   }
   const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');

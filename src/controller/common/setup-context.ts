@@ -37,7 +37,7 @@ export interface Shared {
   harvester: HarvesterClients;
   events: EventRecorder;
   /** Secret keys ("namespace/name") of credentials Harvester rejected. */
-  rejectedCredentials: EnqueueSource<string>;
+  rejectedCredentials: EnqueueSource<ObjectKey>;
   /** Something the status summary shows changed. */
   statusChanged: EnqueueSource<void>;
 }
@@ -59,14 +59,14 @@ export function sharedPieces(
     ),
     harvester: new HarvesterClients({ onRequest: countRequests(metrics, 'harvester') }),
     events: new EventRecorder(client, logger, config.identity),
-    rejectedCredentials: manager.source<string>('rejected-credentials'),
+    rejectedCredentials: manager.source<ObjectKey>('rejected-credentials'),
     statusChanged: manager.source<void>('status-changed'),
   };
 }
 
 /** The callbacks the components take, as emits into the shared enqueue sources. */
 export function wakeUps(shared: Shared): {
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   onChange: () => void;
 } {
   return {

@@ -5,6 +5,7 @@
 import { formatDuration } from '../../common/durations.js';
 import { CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
 import type { SecretRef } from '../common/credential-choice.js';
+import type { ObjectKey } from '../../api/object-key.js';
 
 export type CredentialState = 'valid' | 'expiring-soon' | 'expired' | 'rejected' | 'invalid' | 'unknown';
 /** 'invalid': the kubeconfig itself cannot be used, so nothing was sent. */
@@ -75,6 +76,8 @@ export interface CredentialReference {
   credential: SecretRef;
   /** For a pool: its index in spec.rkeConfig.machinePools, to patch it. */
   poolIndex?: number;
+  /** For a HarvesterMachine: its key (its Events go to it). */
+  machine?: ObjectKey;
 }
 
 export interface MismatchReport {

@@ -1,7 +1,7 @@
 // Credential health: each Harvester cloud credential's state (probe + recorded expiry),
 // Events on the credential and on everything that references it when it turns bad, and
 // per cluster the "machine/pool on an expired credential while the cluster's is valid" report.
-import { formatKey, keyText, objectKey, type ObjectKey } from '../../api/object-key.js';
+import { formatKey, KeyMap, objectKey, type ObjectKey } from '../../api/object-key.js';
 import type { ReconcileResult } from '../../kube/index.js';
 import { KubeconfigError } from '../../kube/kubeconfig-content.js';
 import { Resources } from '../../kube/resources.js';
@@ -48,9 +48,9 @@ export interface MonitorDeps {
   probeIntervalMs: number;
   expiringSoonMs: number;
   /** Enqueue these clusters' reports (their credentials changed state). */
-  enqueueClusters: (keys: string[]) => void;
+  enqueueClusters: (keys: ObjectKey[]) => void;
   /** Reconcile this credential again (its probe has an answer). */
-  enqueueCredential: (key: string) => void;
+  enqueueCredential: (key: ObjectKey) => void;
   /** The most one probe may take, credential and retries included (default 30 s). */
   probeDeadlineMs?: number;
   onChange: () => void;
@@ -70,14 +70,14 @@ interface ProbeAnswer {
 export class CredentialMonitor {
   readonly records = new Map<string, CredentialRecord>();
   readonly mismatches = new Map<string, MismatchReport[]>();
-  private readonly forceProbe = new Set<string>();
+  private readonly forceProbe = new KeyMap<true>();
   /**
    * Probes run beside the queue, never in it: a credential whose Harvester never answers
    * (or answers slowly, on purpose) must not hold a worker that other credentials wait for.
    * The queue starts a probe and moves on; its answer brings the key back.
    */
-  private readonly inFlight = new Map<string, { version: string; done: Promise<void> }>();
-  private readonly answers = new Map<string, ProbeAnswer>();
+  private readonly inFlight = new KeyMap<{ version: string; done: Promise<void> }>();
+  private readonly answers = new KeyMap<ProbeAnswer>();
   private stopped = false;
 
   constructor(private readonly deps: MonitorDeps) {}
@@ -101,8 +101,8 @@ export class CredentialMonitor {
   }
 
   /** The reconciler saw Harvester reject this credential: probe again at the next pass. */
-  markRejected(key: string): void {
-    this.forceProbe.add(key);
+  markRejected(key: ObjectKey): void {
+    this.forceProbe.set(key, true);
   }
 
   state(ref: SecretRef): { state: CredentialState; harvesterClusterId?: string } | undefined {
@@ -125,7 +125,7 @@ export class CredentialMonitor {
     const secret = this.deps.caches.credentials.get(secretKey);
     const previous = this.records.get(key);
     if (!secret || !isHarvesterCredential(secret)) {
-      this.answers.delete(key);
+      this.answers.delete(secretKey);
       if (previous) {
         this.records.delete(key);
         this.deps.harvester.forget(key);
@@ -135,17 +135,19 @@ export class CredentialMonitor {
     }
     const now = this.now();
     const version = secret.metadata.resourceVersion ?? '';
-    const answer = this.answers.get(key);
+    const answer = this.answers.get(secretKey);
     const current = answer?.version === version ? answer : undefined;
     const due =
-      current === undefined || now - current.at >= this.deps.probeIntervalMs || this.forceProbe.has(key);
-    if (due && this.inFlight.get(key)?.version !== version) {
-      this.forceProbe.delete(key);
-      const settled = this.startProbe(key, secret, version);
+      current === undefined ||
+      now - current.at >= this.deps.probeIntervalMs ||
+      this.forceProbe.has(secretKey);
+    if (due && this.inFlight.get(secretKey)?.version !== version) {
+      this.forceProbe.delete(secretKey);
+      const settled = this.startProbe(secretKey, secret, version);
       // A kubeconfig that cannot be used is known without a request: no need to wait.
-      if (settled) this.answers.set(key, settled);
+      if (settled) this.answers.set(secretKey, settled);
     }
-    const known = this.answers.get(key);
+    const known = this.answers.get(secretKey);
     // Until a probe of this version answers, the last answer stands (a renewal does not
     // flash "unknown"); between probes the expiry alone can move the state.
     const {
@@ -189,10 +191,11 @@ export class CredentialMonitor {
    * finds is a state of the credential, not an error of the queue.
    */
   private startProbe(
-    key: string,
+    secretKey: ObjectKey,
     secret: Parameters<HarvesterClients['forSecret']>[0],
     version: string,
   ): ProbeAnswer | undefined {
+    const key = formatKey(secretKey);
     let client;
     try {
       client = this.deps.harvester.forSecret(secret);
@@ -226,12 +229,12 @@ export class CredentialMonitor {
       )
       .then((probe) => {
         clearTimeout(timer);
-        this.inFlight.delete(key);
+        this.inFlight.delete(secretKey);
         if (this.stopped) return;
-        this.answers.set(key, { version, probe, at: this.now() });
-        this.deps.enqueueCredential(key);
+        this.answers.set(secretKey, { version, probe, at: this.now() });
+        this.deps.enqueueCredential(secretKey);
       });
-    this.inFlight.set(key, { version, done });
+    this.inFlight.set(secretKey, { version, done });
     return undefined;
   }
 
@@ -252,10 +255,10 @@ export class CredentialMonitor {
     return Math.max(1000, next);
   }
 
-  private referencingClusters(secretKey: string): string[] {
+  private referencingClusters(secretKey: string): ObjectKey[] {
     return this.referencesTo(secretKey)
       .filter((c) => c.references.some((r) => formatSecretRef(r.credential) === secretKey))
-      .map((c) => keyText(c.cluster.namespace, c.cluster.name));
+      .map((c) => objectKey(c.cluster.namespace, c.cluster.name));
   }
 
   /** Every cluster with its references, of the HarvesterMachines only those on this credential. */
@@ -298,13 +301,8 @@ export class CredentialMonitor {
       `Harvester cloud credential ${health.detail}${users}; ${renew}`,
     );
     for (const r of refs) {
-      const [kind, target] = r.referrer.startsWith('HarvesterMachine ')
-        ? [
-            Resources.harvesterMachine,
-            this.deps.caches.harvesterMachines.get(
-              objectKey(r.cluster.namespace, r.referrer.split('/').pop() ?? ''),
-            ),
-          ]
+      const [kind, target] = r.machine
+        ? [Resources.harvesterMachine, this.deps.caches.harvesterMachines.get(r.machine)]
         : [Resources.provisioningCluster, this.deps.caches.provisioningClusters.get(r.cluster)];
       if (target)
         this.deps.events.record(

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeClient } from '../../kube/client.js';
-import { parseKey, type ObjectKey } from '../../api/object-key.js';
+import { formatKey, parseKey, type ObjectKey } from '../../api/object-key.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import { silentLogger } from '../../log/logger.js';
 import { CREDENTIAL_KEY_CLUSTER_ID, CREDENTIAL_KEY_KUBECONFIG } from '../../rancher/cloud-credential.js';
@@ -53,7 +53,7 @@ describe('CredentialMonitor', () => {
       expiringSoonMs: 0,
       probeDeadlineMs: 400,
       enqueueClusters: () => undefined,
-      enqueueCredential: (key) => ref.queue?.add(key),
+      enqueueCredential: (key) => ref.queue?.add(formatKey(key)),
       onChange: () => undefined,
     });
     // The controller's credential queue: two workers.

@@ -48,6 +48,7 @@ export function collectReferences(
       referrer: `HarvesterMachine ${keyText(namespace, m.metadata.name)}`,
       cluster: entry.cluster,
       credential,
+      machine: keyOf(m),
     });
   }
   return [...byCluster.values()];

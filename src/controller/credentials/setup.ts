@@ -1,7 +1,6 @@
 // The credentials controllers: each Harvester cloud credential's health ("credentials", one
 // key per Secret), and per guest cluster the report of machines or pools left on a bad
 // credential ("clusters"). A credential another controller saw rejected is probed again at once.
-import { parseKey } from '../../api/object-key.js';
 import type { Manager } from '../../kube/index.js';
 import { queueLogger, wakeUps, watchingClusters, type Shared } from '../common/setup-context.js';
 import { CredentialMonitor } from './credential-monitor.js';
@@ -29,12 +28,12 @@ export function setup(manager: Manager, shared: Shared): { monitor: CredentialMo
     metrics: shared.metrics,
     probeIntervalMs: config.probeIntervalMs,
     expiringSoonMs: config.expiringSoonMs,
-    enqueueClusters: (keys) => keys.forEach((k) => clusters.enqueue(parseKey(k))),
-    enqueueCredential: (key) => credentials.enqueue(parseKey(key)),
+    enqueueClusters: (keys) => keys.forEach((k) => clusters.enqueue(k)),
+    enqueueCredential: (key) => credentials.enqueue(key),
     onChange: wakeUps(shared).onChange,
   });
   shared.rejectedCredentials.on((secret) => monitor.markRejected(secret));
-  credentials.watch(shared.rejectedCredentials, parseKey);
+  credentials.watch(shared.rejectedCredentials);
   manager.add({ name: 'credential-probes', leaderOnly: true, stopping: () => monitor.stop() });
   return { monitor };
 }

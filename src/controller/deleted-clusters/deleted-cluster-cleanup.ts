@@ -60,7 +60,7 @@ export interface DeletedClusterCleanupDeps {
   logger: Logger;
   /** After the cluster's deletionTimestamp, how long to keep trying. */
   deadlineMs: number;
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   now?: () => number;
 }
 

@@ -66,7 +66,7 @@ export interface VolumeCleanupDeps {
   logger: Logger;
   ownership: VolumeOwnership;
   deadlineMs: number;
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   now?: () => number;
 }
 

@@ -3,6 +3,7 @@
 // falling back to other credentials of the same Harvester cluster when one is rejected.
 // attemptCleanup is what the reconciler calls: it never throws and never outlasts the
 // time it was given, so every attempt ends in an outcome the gate's deadline applies to.
+import { objectKey, type ObjectKey } from '../../api/object-key.js';
 import { UNSEEN_CREDENTIAL_HINT } from '../constants.js';
 import { formatDuration } from '../../common/durations.js';
 import { isCredentialRejected, KubeError } from '../../kube/index.js';
@@ -25,7 +26,7 @@ export interface CleanupDeps {
   /** The cache of the credential namespace: Rancher keeps every cloud credential there, and the controller may read no other Secret. */
   credentials: Cache<SecretObject>;
   harvester: HarvesterClients;
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   now: number;
 }
 
@@ -111,7 +112,7 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
       });
     } catch (err) {
       failures.push(describeFailure(err, label, c.secret, deps.now));
-      if (isCredentialRejected(err)) deps.onCredentialRejected(formatSecretRef(c.ref));
+      if (isCredentialRejected(err)) deps.onCredentialRejected(objectKey(c.ref.namespace, c.ref.name));
     }
   }
   const rejected = failures.find((f) => f.reason === 'HarvesterCredentialRejected');

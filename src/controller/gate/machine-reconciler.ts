@@ -1,6 +1,6 @@
 // One CAPI Machine at a time: add the gate, and on deletion decide, clean up and release.
 // Decisions come from deletion-scope.ts and gate-decision.ts; this file only does the I/O.
-import { formatKey, keyOf, keyText, objectKey, type ObjectKey } from '../../api/object-key.js';
+import { formatKey, KeyMap, keyOf, keyText, objectKey, type ObjectKey } from '../../api/object-key.js';
 import {
   ignoreNotFound,
   isConflict,
@@ -64,7 +64,7 @@ export interface MachineReconcilerDeps {
   hookName: string;
   gateDeadlineMs: number;
   /** Called when a credential was rejected, so the credential report knows at once. */
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   onChange: () => void;
   /**
    * Before the first VM of a cluster deleted as a whole is annotated (so before any of its
@@ -96,7 +96,7 @@ const LAST_INVENTORY_MS = 20_000;
 
 export class MachineReconciler {
   /** Gates held by a failing cleanup: the status summary and the gatesHeld metric. */
-  readonly held = new Map<string, HeldGate>();
+  readonly held = new KeyMap<HeldGate>();
   private readonly attempts = new Map<string, number>();
   /** Machines being deleted whose cleanup already succeeded: later events of them need no Harvester call. */
   private readonly cleaned = new Set<string>();
@@ -124,7 +124,7 @@ export class MachineReconciler {
     const machine = caches.machines.get(machineKey);
     if (!machine || !isHarvesterBacked(machine)) {
       this.cleaned.delete(key);
-      return this.forget(key);
+      return this.forget(machineKey);
     }
     const clusterName = machine.spec.clusterName || machine.metadata.labels?.[CAPI_LABEL_CLUSTER_NAME] || '';
     const provisioningCluster = caches.provisioningClusters.get(objectKey(namespace, clusterName));
@@ -142,7 +142,7 @@ export class MachineReconciler {
     if (plan.addHook) await this.addHook(machine);
     if (plan.release) {
       await this.release(machine, key, { ...plan.release, metricReason: scope.kind });
-      return this.forget(key);
+      return this.forget(machineKey);
     }
     if (!plan.cleanUp || !hm || (!hookPresent && this.cleaned.has(key))) return;
     if (this.deps.lastInventory && !this.pendingRelease.has(key)) {
@@ -173,7 +173,7 @@ export class MachineReconciler {
     // is released at the deadline. A successful cleanup
     // whose release met a Conflict is reused, not done again.
     const deadline = gateDeadlineAt(machine.metadata.deletionTimestamp, this.deps.gateDeadlineMs, this.now());
-    const previous = this.held.get(key);
+    const previous = this.held.get(keyOf(machine));
     const pending = this.pendingRelease.get(key);
     const budget = cleanupBudget({
       deadline,
@@ -238,7 +238,7 @@ export class MachineReconciler {
           eventReason,
           `${after.reason} (best effort: this Machine had no gate)`,
         );
-      this.forget(key);
+      this.forget(keyOf(machine));
       this.cleaned.add(key);
       return;
     }
@@ -248,7 +248,7 @@ export class MachineReconciler {
     const releaseBy = new Date(Date.parse(since) + this.deps.gateDeadlineMs).toISOString();
     // The status ConfigMap shows it as it is: redacted here, once, like Events and logs.
     const message = redact(after.message);
-    this.held.set(key, { machine: key, reason: after.reason, message, since, releaseBy });
+    this.held.set(keyOf(machine), { machine: key, reason: after.reason, message, since, releaseBy });
     this.publishHeld();
     const text = `${message}; the cleanup gate holds the removal of this machine and retries until ${releaseBy}`;
     this.deps.events.record(Resources.capiMachine, machine, 'Warning', after.reason, text);
@@ -262,10 +262,11 @@ export class MachineReconciler {
     return { requeueAfterMs: after.retryInMs };
   }
 
-  private forget(key: string): void {
+  private forget(machineKey: ObjectKey): void {
+    const key = formatKey(machineKey);
     this.attempts.delete(key);
     this.pendingRelease.delete(key);
-    if (this.held.delete(key)) this.publishHeld();
+    if (this.held.delete(machineKey)) this.publishHeld();
   }
 
   private publishHeld(): void {
@@ -313,7 +314,7 @@ export class MachineReconciler {
       eventReason,
       `${reason}; released ${this.hook}`,
     );
-    if (!this.held.has(key)) return;
+    if (!this.held.has(at)) return;
     await this.setCondition(
       machine,
       {

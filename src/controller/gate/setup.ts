@@ -2,7 +2,7 @@
 // and, when a Machine goes, the cleanup of its VM before the gate is released
 // (machine-reconciler.ts). One key per CAPI Machine, woken by its Cluster, its
 // HarvesterMachine, and by a renewed credential while gates are held.
-import { keyOf, objectKey, parseKey, type ObjectKey } from '../../api/object-key.js';
+import { keyOf, objectKey, type ObjectKey } from '../../api/object-key.js';
 import type { Manager } from '../../kube/index.js';
 import { LABEL_RKE_CAPI_MACHINE } from '../../rancher/labels.js';
 import { BY_CLUSTER, BY_INFRASTRUCTURE, clusterIndexKey, type RancherCaches } from '../common/caches.js';
@@ -51,7 +51,7 @@ export function setup(
     .watch(caches.provisioningClusters, (e) => machinesOf(caches, keyOf(e.object)))
     .watch(caches.harvesterMachines, (e) => machinesOfHarvesterMachine(caches, e.object))
     // A renewed credential: retry every held gate now rather than at its next backoff.
-    .watch(caches.credentials, () => [...reconciler.held.keys()].map(parseKey));
+    .watch(caches.credentials, () => [...reconciler.held.keys()]);
   return { reconciler };
 }
 

@@ -125,7 +125,7 @@ export interface VolumeOwnershipDeps {
   metrics: OwnershipMetrics;
   logger: Logger;
   mode: GuestVolumesMode;
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   /** A guest's PV dropped as malformed (the last inventory's read). */
   onDropped?: (reason: string) => void;
   now?: () => number;

@@ -67,7 +67,7 @@ export interface LoadBalancerCleanupDeps {
   logger: Logger;
   /** After the cluster's deletionTimestamp, how long to keep trying. */
   deadlineMs: number;
-  onCredentialRejected: (secretKey: string) => void;
+  onCredentialRejected: (secretKey: ObjectKey) => void;
   now?: () => number;
 }
 

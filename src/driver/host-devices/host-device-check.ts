@@ -12,18 +12,18 @@ import {
   type UsbDevice,
 } from '../../harvester/host-devices/host-device-availability.js';
 import { isForbidden, isNotFound } from '../../kube/errors.js';
-import { qualifiedName, Resources, type ResourceType } from '../../kube/resources.js';
+import { hostDeviceKindName, type HostDeviceKind } from '../../harvester-access/harvester-api.js';
 import { vmRef, type OperationContext } from '../operations/context.js';
 
 const FLAG = '--harvester-host-device-info';
 
 type Listed<T> = { items: T[] } | { forbidden: string } | { absent: true };
 
-async function listDevices<T>(ctx: OperationContext, type: ResourceType): Promise<Listed<T>> {
+async function listDevices<T>(ctx: OperationContext, kind: HostDeviceKind): Promise<Listed<T>> {
   try {
-    return { items: await ctx.api.listAll<T & { metadata: { name: string } }>(type) };
+    return { items: await ctx.api.listHostDevices<T & { metadata: { name: string } }>(kind) };
   } catch (err) {
-    if (isForbidden(err)) return { forbidden: qualifiedName(type) };
+    if (isForbidden(err)) return { forbidden: hostDeviceKindName(kind) };
     // The resource type does not exist: the add-on is not enabled (or, for USB, too old).
     if (isNotFound(err)) return { absent: true };
     throw err;
@@ -40,13 +40,13 @@ export async function checkHostDevices(ctx: OperationContext, problems: string[]
   const names = hostDeviceNameProblems(info, ctx.config.ServerVersion || undefined);
   problems.push(...names.map((p) => `${p} (${FLAG})`));
   const [pci, claims, usb] = await Promise.all([
-    listDevices<PciDevice>(ctx, Resources.pciDevice),
-    listDevices<PciDeviceClaim>(ctx, Resources.pciDeviceClaim),
-    listDevices<UsbDevice>(ctx, Resources.usbDevice),
+    listDevices<PciDevice>(ctx, 'pciDevice'),
+    listDevices<PciDeviceClaim>(ctx, 'pciDeviceClaim'),
+    listDevices<UsbDevice>(ctx, 'usbDevice'),
   ]);
   if ('absent' in pci && 'absent' in usb) {
     problems.push(
-      `${FLAG}: Harvester has no ${qualifiedName(Resources.pciDevice)}: enable the pcidevices-controller add-on (Advanced > Add-ons) and passthrough on the devices first`,
+      `${FLAG}: Harvester has no ${hostDeviceKindName('pciDevice')}: enable the pcidevices-controller add-on (Advanced > Add-ons) and passthrough on the devices first`,
     );
     return;
   }

@@ -15,10 +15,9 @@ import {
   vmStatusState,
 } from '../../harvester/vm-progress.js';
 import { allocationOf, type VmNetworkConfig } from '../../harvester/fixed-addresses/vm-dhcp.js';
-import { Resources } from '../../kube/resources.js';
 import type { WaitSpec } from '../../kube/wait.js';
 import type { KubeObject } from '../../kube/resources.js';
-import { VmDhcpResources, type Vm, type Vmi } from '../../harvester-access/harvester-api.js';
+import type { Vm, Vmi, WaitKind } from '../../harvester-access/harvester-api.js';
 import { addressesOf } from './machine-status.js';
 import { seconds, vmRef, type OperationContext } from './context.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, WaitLog } from './wait-log.js';
@@ -35,7 +34,7 @@ async function loggedWait<T extends KubeObject>(
   ctx: OperationContext,
   operation: string,
   waitingFor: string,
-  type: WaitSpec<T>['type'],
+  kind: WaitKind,
   spec: LoggedWait<T>,
 ): Promise<T | undefined> {
   const { VMNamespace: namespace, MachineName: name } = ctx.config;
@@ -48,9 +47,8 @@ async function loggedWait<T extends KubeObject>(
       state === NO_VM_INSTANCE ? vmStatusState(await ctx.api.findVm(namespace, name)) : undefined,
   });
   try {
-    return await ctx.api.wait<T>({
+    return await ctx.api.wait<T>(kind, {
       ...spec,
-      type,
       namespace,
       name,
       description: spec.description ?? waitingFor,
@@ -67,18 +65,12 @@ async function loggedWait<T extends KubeObject>(
 /** Running (the Go driver's waitForState(Running)); `from` is a VM instance just read. */
 export async function waitRunning(ctx: OperationContext, operation: string, from?: Vmi): Promise<Vmi> {
   ctx.log.info('Waiting for node become Running');
-  const vmi = await loggedWait<Vmi>(
-    ctx,
-    operation,
-    `VM ${vmRef(ctx.config)} to be Running`,
-    Resources.virtualMachineInstance,
-    {
-      timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
-      until: (o) => o?.status?.phase === 'Running' && !o.metadata.deletionTimestamp,
-      describeState: (o) => startState(o),
-      ...(from ? { from } : {}),
-    },
-  );
+  const vmi = await loggedWait<Vmi>(ctx, operation, `VM ${vmRef(ctx.config)} to be Running`, 'vmi', {
+    timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
+    until: (o) => o?.status?.phase === 'Running' && !o.metadata.deletionTimestamp,
+    describeState: (o) => startState(o),
+    ...(from ? { from } : {}),
+  });
   return vmi as Vmi;
 }
 
@@ -89,17 +81,11 @@ export async function waitRestarted(
   oldUid: string | undefined,
 ): Promise<Vmi> {
   ctx.log.info('Waiting for node restarted');
-  const vmi = await loggedWait<Vmi>(
-    ctx,
-    operation,
-    `VM ${vmRef(ctx.config)} to run a new instance`,
-    Resources.virtualMachineInstance,
-    {
-      timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
-      until: (o) => o !== undefined && o.metadata.uid !== oldUid && !o.metadata.deletionTimestamp,
-      describeState: (o) => startState(o, oldUid),
-    },
-  );
+  const vmi = await loggedWait<Vmi>(ctx, operation, `VM ${vmRef(ctx.config)} to run a new instance`, 'vmi', {
+    timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
+    until: (o) => o !== undefined && o.metadata.uid !== oldUid && !o.metadata.deletionTimestamp,
+    describeState: (o) => startState(o, oldUid),
+  });
   return vmi as Vmi;
 }
 
@@ -108,7 +94,7 @@ export async function waitForIp(ctx: OperationContext, operation: string, from?:
   ctx.log.info('Waiting for node get ip');
   const network = ctx.config.HarvesterMachine.IPNetwork;
   const waitingFor = `VM ${vmRef(ctx.config)} to report an IP address${network ? ` on ${network}` : ''}`;
-  const vmi = await loggedWait<Vmi>(ctx, operation, waitingFor, Resources.virtualMachineInstance, {
+  const vmi = await loggedWait<Vmi>(ctx, operation, waitingFor, 'vmi', {
     description: `${waitingFor} (reported by qemu-guest-agent in the guest)`,
     timeoutMs: seconds(ctx.config.HarvesterMachine.IPTimeoutSeconds),
     until: (o) => {
@@ -135,31 +121,25 @@ export async function waitForPoolAddress(
   ctx.log.info(`Waiting for Harvester's IP pool ${ipPool} to bind an address to ${mac}`);
   const waitingFor = `Harvester's IP pool ${ipPool} to give VM ${vmRef(ctx.config)} (MAC ${mac}) an address`;
   let refused: string | undefined;
-  const cfg = await loggedWait<VmNetworkConfig & KubeObject>(
-    ctx,
-    'create',
-    waitingFor,
-    VmDhcpResources.networkConfig,
-    {
-      description: `${waitingFor} (its VirtualMachineNetworkConfig, made by vm-dhcp-controller)`,
-      timeoutMs: seconds(ctx.config.HarvesterMachine.IPTimeoutSeconds),
-      until: (o) => {
-        const a = allocationOf(o, mac);
-        if (a && 'refused' in a) refused = a.refused;
-        return a !== undefined && !('waiting' in a);
-      },
-      describeState: (o) => {
-        const a = allocationOf(o, mac);
-        if (!o) return 'no VirtualMachineNetworkConfig yet';
-        if (!a) return 'VirtualMachineNetworkConfig without an allocation yet';
-        return 'address' in a
-          ? `bound to ${a.address}`
-          : 'refused' in a
-            ? `refused: ${a.refused}`
-            : `pending: ${a.waiting}`;
-      },
+  const cfg = await loggedWait<VmNetworkConfig & KubeObject>(ctx, 'create', waitingFor, 'vmNetworkConfig', {
+    description: `${waitingFor} (its VirtualMachineNetworkConfig, made by vm-dhcp-controller)`,
+    timeoutMs: seconds(ctx.config.HarvesterMachine.IPTimeoutSeconds),
+    until: (o) => {
+      const a = allocationOf(o, mac);
+      if (a && 'refused' in a) refused = a.refused;
+      return a !== undefined && !('waiting' in a);
     },
-  );
+    describeState: (o) => {
+      const a = allocationOf(o, mac);
+      if (!o) return 'no VirtualMachineNetworkConfig yet';
+      if (!a) return 'VirtualMachineNetworkConfig without an allocation yet';
+      return 'address' in a
+        ? `bound to ${a.address}`
+        : 'refused' in a
+          ? `refused: ${a.refused}`
+          : `pending: ${a.waiting}`;
+    },
+  });
   const allocation = allocationOf(cfg, mac);
   if (allocation && 'address' in allocation) return allocation.address;
   throw new Error(
@@ -169,17 +149,11 @@ export async function waitForPoolAddress(
 
 export async function waitStopped(ctx: OperationContext, operation: string): Promise<void> {
   ctx.log.info('Waiting for node become Stopped');
-  await loggedWait<Vmi>(
-    ctx,
-    operation,
-    `VM ${vmRef(ctx.config)} to be Stopped`,
-    Resources.virtualMachineInstance,
-    {
-      timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
-      until: (o) => o === undefined,
-      describeState: stopState,
-    },
-  );
+  await loggedWait<Vmi>(ctx, operation, `VM ${vmRef(ctx.config)} to be Stopped`, 'vmi', {
+    timeoutMs: seconds(ctx.config.HarvesterMachine.CreateTimeoutSeconds),
+    until: (o) => o === undefined,
+    describeState: stopState,
+  });
 }
 
 /** Who is behind the finalizers a VM can be stuck on, for the operator reading the error. */
@@ -212,7 +186,7 @@ export async function waitVmGone(
   /** The VM as the delete answered it: watched from, instead of listed again. */
   deleting?: Vm,
 ): Promise<void> {
-  await loggedWait<Vm>(ctx, operation, `VM ${vmRef(ctx.config)} to be removed`, Resources.virtualMachine, {
+  await loggedWait<Vm>(ctx, operation, `VM ${vmRef(ctx.config)} to be removed`, 'vm', {
     timeoutMs: seconds(ctx.config.HarvesterMachine.RemoveTimeoutSeconds),
     // A new VM of the same name (recreated by someone) does not keep us waiting.
     until: (o) => o === undefined || (uid !== undefined && o.metadata.uid !== uid),
