@@ -9,9 +9,8 @@
 // would create them (Cluster API adopts them into the Cluster). On Harvester, createMachineVm
 // makes a machine's VM as the driver builds it.
 import crypto from 'node:crypto';
+import type { OwnerReference } from '../../src/api/meta.js';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config/index.js';
-import { ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP } from '../../src/harvester/labels.js';
-import { CLOUD_PROVIDER_CHART } from '../../src/rancher/chart-values.js';
 import { CAPI_LABEL_CLUSTER_NAME } from '../../src/rancher/labels.js';
 import { buildVirtualMachine } from '../../src/harvester/vm-spec.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -19,46 +18,24 @@ import { isConflict } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import { SandboxResources } from '../capi/resources.js';
+import {
+  CAPI_API,
+  clusterObjects,
+  kubeconfigSecretObject,
+  machineDeploymentObject,
+  machineTemplateObject,
+  ownedByCluster,
+  poolLabels,
+  poolMachineSpec,
+  provisioningClusterObject,
+  type GuestClusterSpec,
+  type GuestPool,
+} from './guest-cluster-objects.js';
 
-export const FINALIZER_PROVISIONING_CLUSTER = 'wrangler.cattle.io/provisioning-cluster-remove';
+export { FINALIZER_PROVISIONING_CLUSTER } from './guest-cluster-objects.js';
+export type { GuestClusterSpec, GuestPool } from './guest-cluster-objects.js';
 /** Cluster API's choice of which Machine a scale-down removes first. */
 export const ANNOTATION_DELETE_MACHINE = 'cluster.x-k8s.io/delete-machine';
-
-export interface GuestPool {
-  name: string;
-  quantity: number;
-  /** "cattle-global-data:cc-x": a pool-level credential. */
-  credential?: string;
-  /** Stand-alone Machines with these names instead of a MachineDeployment (names over 63 characters). */
-  machineNames?: string[];
-  /** More driver fields of the pool's HarvesterConfig, as Rancher names them (`hostDeviceInfo`). */
-  machineConfig?: Record<string, string>;
-}
-
-export interface GuestClusterSpec {
-  namespace: string;
-  name: string;
-  clusterCredential?: string;
-  pools: GuestPool[];
-  vmNamespace: string;
-  optOut?: boolean;
-  /**
-   * The harvester-cloud-provider chart value global.cattle.clusterName (its --cluster-name,
-   * the label of its load balancers): the cluster's name by default, as Rancher's UI sets it;
-   * another name as a copied or Terraform-made cluster may carry; null for none.
-   */
-  cloudProviderClusterName?: string | null;
-  /**
-   * The guest's apiserver as Cluster API reaches it (`<cluster>-kubeconfig`): where its nodes
-   * register. Absent: Rancher's stand-in starts the guest's own apiserver and writes the Secret
-   * (its guestApiservers option).
-   */
-  downstreamKubeconfig?: string;
-  /** How long to wait for every Machine to be Running (default 120 s). */
-  timeoutMs?: number;
-  /** Ends the wait for Running early (a caller that saw a create job fail); rejects with its reason. */
-  signal?: AbortSignal;
-}
 
 export interface GuestMachine {
   name: string;
@@ -68,157 +45,58 @@ export interface GuestMachine {
 }
 
 const rand = (n: number): string => crypto.randomBytes(n).toString('hex').slice(0, n);
-const API = 'cluster.x-k8s.io/v1beta1';
 
 interface MachineObject extends KubeObject {
   status?: { phase?: string };
 }
 
+/**
+ * Creates a guest cluster as Rancher does and resolves with its machines once every Machine is
+ * Running.
+ */
 export async function createGuestCluster(
   rancher: KubeClient,
   spec: GuestClusterSpec,
 ): Promise<GuestMachine[]> {
-  const { namespace, name } = spec;
-  const annotations = spec.optOut ? { [ANNOTATION_SKIP_MACHINE_PROVISION_CLEANUP]: 'true' } : {};
-  const pc = await rancher.create<KubeObject>(Resources.provisioningCluster, {
-    apiVersion: 'provisioning.cattle.io/v1',
-    kind: 'Cluster',
-    metadata: { name, namespace, finalizers: [FINALIZER_PROVISIONING_CLUSTER], annotations },
-    spec: {
-      ...(spec.clusterCredential ? { cloudCredentialSecretName: spec.clusterCredential } : {}),
-      rkeConfig: {
-        ...(spec.cloudProviderClusterName === null
-          ? {}
-          : {
-              chartValues: {
-                [CLOUD_PROVIDER_CHART]: {
-                  global: { cattle: { clusterName: spec.cloudProviderClusterName ?? name } },
-                },
-              },
-            }),
-        machinePools: spec.pools.map((p) => ({
-          name: p.name,
-          quantity: p.quantity,
-          workerRole: true,
-          machineConfigRef: { kind: 'HarvesterConfig', name: `nc-${name}-${p.name}` },
-          ...(p.credential ? { cloudCredentialSecretName: p.credential } : {}),
-        })),
-      },
-    },
-  } as KubeObject);
-  const ownedByCluster = [
-    { apiVersion: 'provisioning.cattle.io/v1', kind: 'Cluster', name, uid: pc.metadata.uid ?? '' },
-  ];
-  // Rancher's kubeconfig manager writes it for Cluster API (label and type as clusterctl's).
+  const pc = await rancher.create<KubeObject>(Resources.provisioningCluster, provisioningClusterObject(spec));
+  const owner = ownedByCluster(spec.name, pc.metadata.uid ?? '');
   if (spec.downstreamKubeconfig !== undefined)
-    await rancher.create<KubeObject>(Resources.secret, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'cluster.x-k8s.io/secret',
-      metadata: {
-        name: `${name}-kubeconfig`,
-        namespace,
-        labels: { [CAPI_LABEL_CLUSTER_NAME]: name },
-        ownerReferences: ownedByCluster,
-      },
-      data: { value: Buffer.from(spec.downstreamKubeconfig).toString('base64') },
-    } as KubeObject);
-  // Rancher's infrastructure cluster and control plane objects (Cluster API v1.13's webhook
-  // requires a Cluster to name one of them); the stand-in makes them ready.
-  await rancher.create<KubeObject>(SandboxResources.rkeCluster, {
-    apiVersion: 'rke.cattle.io/v1',
-    kind: 'RKECluster',
-    metadata: { name, namespace, ownerReferences: ownedByCluster },
-    spec: {},
-  } as KubeObject);
-  await rancher.create<KubeObject>(SandboxResources.rkeControlPlane, {
-    apiVersion: 'rke.cattle.io/v1',
-    kind: 'RKEControlPlane',
-    metadata: { name, namespace, ownerReferences: ownedByCluster },
-    spec: { clusterName: name, kubernetesVersion: 'v1.33.5+rke2r1' },
-  } as KubeObject);
-  await rancher.create<KubeObject>(Resources.capiCluster, {
-    apiVersion: API,
-    kind: 'Cluster',
-    metadata: { name, namespace, labels: { 'rke.cattle.io/cluster-name': name } },
-    spec: {
-      infrastructureRef: { apiVersion: 'rke.cattle.io/v1', kind: 'RKECluster', name, namespace },
-      controlPlaneRef: { apiVersion: 'rke.cattle.io/v1', kind: 'RKEControlPlane', name, namespace },
-    },
-  } as KubeObject);
-  await rancher.create<KubeObject>(SandboxResources.rkeBootstrapTemplate, {
-    apiVersion: 'rke.cattle.io/v1',
-    kind: 'RKEBootstrapTemplate',
-    metadata: { name: `${name}-bootstrap-template`, namespace, ownerReferences: ownedByCluster },
-    spec: { clusterName: name, template: { spec: { clusterName: name } } },
-  } as KubeObject);
-
+    await rancher.create<KubeObject>(
+      Resources.secret,
+      kubeconfigSecretObject(spec, spec.downstreamKubeconfig, owner),
+    );
+  for (const { type, object } of clusterObjects(spec, owner)) await rancher.create<KubeObject>(type, object);
   const expected = new Map<string, number>();
-  for (const pool of spec.pools) {
-    const labels = poolLabels(name, pool.name);
-    const machineSpec = {
-      vmNamespace: spec.vmNamespace,
-      ...pool.machineConfig,
-      common: { cloudCredentialSecretName: pool.credential ?? spec.clusterCredential ?? null },
-    };
-    if (pool.machineNames) {
-      for (const machineName of pool.machineNames)
-        await createStandaloneMachine(rancher, spec, pool.name, machineName, machineSpec);
-      expected.set(pool.name, pool.machineNames.length);
-      continue;
-    }
-    const template = `${machineDeploymentName(name, pool.name)}-${rand(8)}`;
-    await rancher.create<KubeObject>(SandboxResources.harvesterMachineTemplate, {
-      apiVersion: 'rke-machine.cattle.io/v1',
-      kind: 'HarvesterMachineTemplate',
-      metadata: { name: template, namespace, ownerReferences: ownedByCluster },
-      spec: { clusterName: name, template: { spec: machineSpec } },
-    } as KubeObject);
-    await rancher.create<KubeObject>(SandboxResources.machineDeployment, {
-      apiVersion: API,
-      kind: 'MachineDeployment',
-      metadata: { name: machineDeploymentName(name, pool.name), namespace, labels },
-      spec: {
-        clusterName: name,
-        replicas: pool.quantity,
-        selector: {
-          matchLabels: { [CAPI_LABEL_CLUSTER_NAME]: name, 'rke.cattle.io/rke-machine-pool-name': pool.name },
-        },
-        template: {
-          metadata: { labels },
-          spec: {
-            clusterName: name,
-            bootstrap: {
-              configRef: {
-                apiVersion: 'rke.cattle.io/v1',
-                kind: 'RKEBootstrapTemplate',
-                name: `${name}-bootstrap-template`,
-                namespace,
-              },
-            },
-            infrastructureRef: {
-              apiVersion: 'rke-machine.cattle.io/v1',
-              kind: 'HarvesterMachineTemplate',
-              name: template,
-              namespace,
-            },
-          },
-        },
-      },
-    } as KubeObject);
-    expected.set(pool.name, pool.quantity);
-  }
+  for (const pool of spec.pools) expected.set(pool.name, await createPool(rancher, spec, pool, owner));
   return waitRunning(rancher, spec, expected);
 }
 
-/** Rancher's labels on a pool's MachineDeployment and its machines (Cluster API copies them down). */
-function poolLabels(cluster: string, pool: string): Record<string, string> {
-  return {
-    [CAPI_LABEL_CLUSTER_NAME]: cluster,
-    'rke.cattle.io/cluster-name': cluster,
-    'rke.cattle.io/rke-machine-pool-name': pool,
-    'rke.cattle.io/worker-role': 'true',
-  };
+/**
+ * A pool's machines: its named stand-alone Machines, or a HarvesterMachineTemplate and a
+ * MachineDeployment. Resolves with how many Machines the pool will have.
+ */
+async function createPool(
+  rancher: KubeClient,
+  spec: GuestClusterSpec,
+  pool: GuestPool,
+  owner: OwnerReference[],
+): Promise<number> {
+  const machineSpec = poolMachineSpec(spec, pool);
+  if (pool.machineNames) {
+    for (const machineName of pool.machineNames)
+      await createStandaloneMachine(rancher, spec, pool.name, machineName, machineSpec);
+    return pool.machineNames.length;
+  }
+  const template = `${machineDeploymentName(spec.name, pool.name)}-${rand(8)}`;
+  await rancher.create<KubeObject>(
+    SandboxResources.harvesterMachineTemplate,
+    machineTemplateObject(spec, template, machineSpec, owner),
+  );
+  await rancher.create<KubeObject>(
+    SandboxResources.machineDeployment,
+    machineDeploymentObject(spec, pool, template),
+  );
+  return pool.quantity;
 }
 
 async function createStandaloneMachine(
@@ -231,7 +109,7 @@ async function createStandaloneMachine(
   const { namespace, name } = spec;
   const labels = poolLabels(name, pool);
   const machine = await rancher.create<KubeObject>(Resources.capiMachine, {
-    apiVersion: API,
+    apiVersion: CAPI_API,
     kind: 'Machine',
     metadata: { name: machineName, namespace, labels },
     spec: {
@@ -249,7 +127,7 @@ async function createStandaloneMachine(
   } as KubeObject);
   const owner = [
     {
-      apiVersion: API,
+      apiVersion: CAPI_API,
       kind: 'Machine',
       name: machineName,
       uid: machine.metadata.uid ?? '',

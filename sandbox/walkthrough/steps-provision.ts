@@ -3,20 +3,21 @@
 // from each pool's MachineDeployment, Rancher's create jobs run the real rancher-machine with our
 // plugin executable — and the guest clusters' workloads claim volumes through the Harvester CSI
 // driver.
-import { gunzipSync } from 'node:zlib';
-import { hookAnnotation, DEFAULT_HOOK_NAME } from '../../src/controller/constants.js';
-import { Resources, type KubeObject } from '../../src/kube/resources.js';
-import { waitFor } from '../../src/kube/wait.js';
 import { describeClusterApi } from '../capi/manager.js';
 import { GuestKubeconfigs } from '../rancher/guest-kubeconfigs.js';
 import type { CreatedVolume } from '../standins/csi/csi.js';
 import { createGuestCluster, type GuestMachine } from '../rancher/guest-cluster.js';
-import { MACHINE_STATE_KEY, machineStateSecretName, readTar } from '../rancher/machine-state.js';
-import { redactArgs, runProblem } from '../rancher-machine/rancher-machine.js';
+import {
+  checkCreateJobs,
+  checkMachineStates,
+  checkPreTerminateHooks,
+  checkVmsRunning,
+  type ProvisionedMachine,
+} from './steps-provision-checks.js';
 import type { Story } from './story.js';
 import { FLEET_NS, SYSTEM_NS } from './world.js';
 
-export const HOOK = hookAnnotation(DEFAULT_HOOK_NAME);
+export { HOOK } from './steps-provision-checks.js';
 
 export async function startRancherSide(story: Story, retryDelayMs: number): Promise<void> {
   const { world, say } = story;
@@ -41,27 +42,36 @@ export async function startRancherSide(story: Story, retryDelayMs: number): Prom
   );
 }
 
-async function stateSecretEntries(story: Story, machineName: string): Promise<string[]> {
-  const secret = await story.world.sandbox.rancher.admin.get<KubeObject & { data?: Record<string, string> }>(
-    Resources.secret,
-    { namespace: FLEET_NS, name: machineStateSecretName(machineName) },
-  );
-  const b64 = secret.data?.[MACHINE_STATE_KEY];
-  return b64 ? Object.keys(readTar(gunzipSync(Buffer.from(b64, 'base64')))) : [];
+/** A cluster the walkthrough provisions: one pool of `quantity` machines. */
+export interface ClusterToProvision {
+  name: string;
+  quantity: number;
+  machineConfig?: Record<string, string>;
 }
 
 /**
  * Provisions clusters as Rancher does: the provisioning Cluster and its pools' MachineDeployments;
  * Cluster API makes the Machines, Rancher's stand-in runs one create job per machine, all at once.
  */
-export async function provisionClusters(
-  story: Story,
-  specs: Array<{ name: string; quantity: number; machineConfig?: Record<string, string> }>,
-): Promise<void> {
-  const { world, say, view } = story;
-  const { sandbox } = world;
+export async function provisionClusters(story: Story, specs: ClusterToProvision[]): Promise<void> {
+  const { sandbox } = story.world;
   const cc = `${sandbox.cloudCredential.namespace}:${sandbox.cloudCredential.name}`;
-  const guests = await Promise.all(
+  const guests = await createClusters(story, specs, cc);
+  const all = tellProvisioned(story, guests, cc);
+  checkCreateJobs(story, all);
+  await checkMachineStates(story, all);
+  await checkVmsRunning(story, all);
+  await checkPreTerminateHooks(story, all);
+}
+
+/** Creates the clusters at once; resolves with each one's machines once all are Running. */
+async function createClusters(
+  story: Story,
+  specs: ClusterToProvision[],
+  cc: string,
+): Promise<Array<{ spec: ClusterToProvision; machines: GuestMachine[] }>> {
+  const { sandbox } = story.world;
+  return Promise.all(
     specs.map(async (spec) => {
       const machines = await createGuestCluster(sandbox.rancher.admin, {
         namespace: FLEET_NS,
@@ -81,7 +91,16 @@ export async function provisionClusters(
       return { spec, machines };
     }),
   );
-  const all: Array<{ cluster: string; machine: GuestMachine }> = [];
+}
+
+/** Records the clusters in the story and tells what Rancher and Cluster API made for each. */
+function tellProvisioned(
+  story: Story,
+  guests: Array<{ spec: ClusterToProvision; machines: GuestMachine[] }>,
+  cc: string,
+): ProvisionedMachine[] {
+  const { world, say } = story;
+  const all: ProvisionedMachine[] = [];
   for (const g of world.standIn.guestControlPlanes?.figures() ?? [])
     say.say(
       'guest',
@@ -105,74 +124,7 @@ export async function provisionClusters(
       `${spec.name}: MachineSet → ${machines.map((m) => m.name).join(', ')}, each with its HarvesterMachine and RKEBootstrap; all Running once Rancher's create job finished and the node registered`,
     );
   }
-  const results = all.map(({ machine }) => world.creates.find((c) => c.machineName === machine.name)?.result);
-  const firstCreate = world.creates.find((c) => all.some(({ machine }) => machine.name === c.machineName));
-  say.say(
-    'Rancher',
-    `${all.length} create jobs ran at once, each from an empty home, environment from the cloud credential (${firstCreate?.envNames.join(', ') ?? 'none'})`,
-  );
-  const first = results[0];
-  if (first) {
-    say.say('Rancher', `the create job's command line (${all[0]?.machine.name}):`);
-    say.quote(`rancher-machine ${redactArgs(first.args)}`);
-    say.say(
-      'driver',
-      'its output: rancher-machine\'s lines and our plugin\'s "(<machine>) …" lines. The "option  which does not exist" warnings are rancher-machine\'s own, printed for the Go driver too: with --custom-install-script it looks up the driver\'s "-os" flag, and the Harvester driver has none.',
-    );
-    say.quote(first.run.output);
-  }
-  for (const [i, { machine }] of all.entries()) {
-    const run = results[i]?.run;
-    if (!run) {
-      say.check(false, `create job ${machine.name} ran`);
-      continue;
-    }
-    const problem = runProblem(run);
-    say.check(
-      problem === undefined,
-      `create job ${machine.name} exits 0 and leaves no plugin process (took ${(run.durationMs / 1000).toFixed(1)} s)`,
-      `${problem ?? ''}\n${run.output}`,
-    );
-  }
-  for (const { cluster, machine } of all) {
-    const entries = await stateSecretEntries(story, machine.name);
-    const files = ['config.json', 'id_rsa', 'id_rsa.pub'].filter((f) =>
-      entries.some((e) => e.endsWith(`/machines/${machine.instanceName}/${f}`)),
-    );
-    say.check(
-      files.length === 3,
-      `${machineStateSecretName(machine.name)} now holds machines/${machine.instanceName}/{${files.join(',')}}`,
-    );
-    await view.trackBootDisks(machine.instanceName, cluster);
-  }
-  const vms = await view.vms();
-  say.say('Harvester', 'virtual machines:');
-  say.table(
-    ['VM', 'guest cluster', 'phase', 'IP'],
-    vms.map((v) => [v.name, v.cluster, v.phase, v.ip]),
-  );
-  for (const { machine } of all) {
-    const vm = vms.find((v) => v.name === machine.instanceName);
-    say.check(vm?.phase === 'Running' && vm.ip !== '', `VM ${machine.instanceName} is Running with an IP`);
-  }
-  for (const { machine } of all) {
-    await waitFor(sandbox.rancher.admin, {
-      type: Resources.capiMachine,
-      namespace: FLEET_NS,
-      name: machine.name,
-      timeoutMs: 15_000,
-      description: `the cleanup controller's hook on Machine ${machine.name}`,
-      until: (m) => m?.metadata.annotations?.[HOOK] !== undefined,
-    }).catch(() => undefined);
-  }
-  const machines = await sandbox.rancher.admin.list<KubeObject>(Resources.capiMachine, {
-    namespace: FLEET_NS,
-  });
-  const hooked = machines.items.filter((m) => m.metadata.annotations?.[HOOK] !== undefined).length;
-  say.check(
-    hooked === all.length,
-    `the cleanup controller put its pre-terminate hook on all ${all.length} Machines (${hooked})`,
-  );
+  return all;
 }
 
 /**
