@@ -23,6 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { keyText } from '../src/api/object-key.js';
 import { HarvesterDriver } from '../src/driver/harvester-driver.js';
 import { ANNOTATION_REMOVE_ALL_PVCS, ANNOTATION_VOLUME_CLAIM_TEMPLATES } from '../src/harvester/labels.js';
 import type {
@@ -205,7 +206,7 @@ class Crowd {
         type: Resources.pvc,
         namespace: NS,
         name,
-        description: `the crowd's PVC ${NS}/${name} to be Bound`,
+        description: `the crowd's PVC ${keyText(NS, name)} to be Bound`,
         until: (c) => c?.status?.phase === 'Bound',
         timeoutMs: 15 * 60_000,
       });

@@ -4,6 +4,7 @@
 // the user deletes one worker (a scale-down: its workload volume must stay), then the whole
 // cluster (every volume of it must go). Faults fire at random points of all three phases.
 // What is counted is what a user sees: volumes kept or gone, VMs, gates on Machines.
+import { keyText, parseKey } from '../../src/api/object-key.js';
 import { hookAnnotation, DEFAULT_HOOK_NAME } from '../../src/controller/constants.js';
 import { ANNOTATION_VOLUME_CLAIM_TEMPLATES, LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import { Informer } from '../../src/kube/informer.js';
@@ -173,8 +174,10 @@ export async function runStory(
   // The stand-in records every job run; this cluster's machines are named `<cluster>-<pool>-…`.
   const failedCreates = (): string[] =>
     world.standIn.runs
-      .filter((r) => r.kind === 'create' && r.ok === false && r.machine.startsWith(`${NS}/${cluster}-`))
-      .map((r) => `${r.machine.slice(NS.length + 1)}: ${r.error ?? 'unknown error'}`);
+      .filter(
+        (r) => r.kind === 'create' && r.ok === false && r.machine.startsWith(keyText(NS, `${cluster}-`)),
+      )
+      .map((r) => `${parseKey(r.machine).name}: ${r.error ?? 'unknown error'}`);
   const phase = async (name: Phase, fn: () => Promise<void>): Promise<void> => {
     const start = Date.now();
     faults.enter(name);

@@ -1,5 +1,6 @@
 // A token for a ServiceAccount through the TokenRequest API, as the kubelet obtains the
 // projected token it mounts into a pod: what a pod of the chart authenticates with.
+import { keyText } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, resourcePath } from '../../src/kube/resources.js';
 import { recordSecret } from '../secret-ledger.js';
@@ -17,11 +18,11 @@ export async function serviceAccountToken(
       kind: 'TokenRequest',
       spec: { expirationSeconds },
     },
-    operation: `create serviceaccounts/token ${at.namespace}/${at.name}`,
+    operation: `create serviceaccounts/token ${keyText(at.namespace, at.name)}`,
   });
   const token = answer.status?.token;
-  if (!token) throw new Error(`TokenRequest for ${at.namespace}/${at.name} answered no token`);
+  if (!token) throw new Error(`TokenRequest for ${keyText(at.namespace, at.name)} answered no token`);
   // The secrets scan after the suite looks for it (no-op outside the suite).
-  recordSecret(`service account token ${at.namespace}/${at.name}`, token);
+  recordSecret(`service account token ${keyText(at.namespace, at.name)}`, token);
   return token;
 }

@@ -1,6 +1,7 @@
 // Reaching a guest cluster the way Cluster API and Rancher do: through its `<cluster>-kubeconfig`
 // Secret in Rancher's local cluster. One client per Secret version (a rewritten Secret gets a
 // new one); closed together.
+import { keyText } from '../../src/api/object-key.js';
 import { GUEST_KUBECONFIG_KEY, guestKubeconfigSecretName } from '../../src/rancher/names.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { Resources } from '../../src/kube/resources.js';
@@ -24,9 +25,9 @@ export class GuestKubeconfigs {
     const value = secret?.data?.[GUEST_KUBECONFIG_KEY];
     if (!secret || value === undefined)
       throw new Error(
-        `guest cluster ${namespace}/${cluster} has no kubeconfig yet (Secret ${guestKubeconfigSecretName(cluster)})`,
+        `guest cluster ${keyText(namespace, cluster)} has no kubeconfig yet (Secret ${guestKubeconfigSecretName(cluster)})`,
       );
-    const key = `${namespace}/${cluster}`;
+    const key = keyText(namespace, cluster);
     const version = secret.metadata.resourceVersion ?? '';
     const known = this.clients.get(key);
     if (known?.version === version) return known.client;

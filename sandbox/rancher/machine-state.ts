@@ -5,6 +5,7 @@
 // The sandbox writes the same layout (config.json only; no SSH keys) and reads it back for
 // the removal job. A minimal ustar writer/reader: regular files only.
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { keyText } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 
@@ -138,12 +139,14 @@ export async function readSavedDriverConfig(
   });
   const b64 = secret.data?.[MACHINE_STATE_KEY];
   if (!b64)
-    throw new Error(`Secret ${namespace}/${machineStateSecretName(machineName)} has no ${MACHINE_STATE_KEY}`);
+    throw new Error(
+      `Secret ${keyText(namespace, machineStateSecretName(machineName))} has no ${MACHINE_STATE_KEY}`,
+    );
   const files = readTar(gunzipSync(Buffer.from(b64, 'base64')));
   const entry = Object.entries(files).find(([p]) => p.endsWith(`/machines/${instanceName}/config.json`));
   if (!entry)
     throw new Error(
-      `no machines/${instanceName}/config.json in ${namespace}/${machineStateSecretName(machineName)}`,
+      `no machines/${instanceName}/config.json in ${keyText(namespace, machineStateSecretName(machineName))}`,
     );
   const host = JSON.parse(entry[1].toString('utf8')) as { Driver?: unknown };
   return host.Driver;

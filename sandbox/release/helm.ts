@@ -1,7 +1,7 @@
 // Real helm (scripts/setup-release-tools.sh builds it once into the cache): lint, template
 // and package the controller's chart, and apply what it renders to an apiserver the way
 // `kubectl apply --server-side` does.
-import { keyOf } from '../../src/api/object-key.js';
+import { keyOf, keyText } from '../../src/api/object-key.js';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -140,7 +140,7 @@ export async function applyServerSide(client: KubeClient, objects: KubeObject[])
         query: { fieldManager: 'helm-test', force: true },
         body: JSON.stringify(obj),
         contentType: 'application/apply-patch+yaml',
-        operation: `apply ${obj.kind ?? ''} ${at.namespace}/${at.name}`,
+        operation: `apply ${obj.kind ?? ''} ${keyText(at.namespace, at.name)}`,
       }),
     );
   }

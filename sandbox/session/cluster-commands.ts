@@ -10,6 +10,7 @@
 //   job-logs        what Rancher's rm jobs printed (the pod logs of step 10 of the first seed)
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { keyText, keyTextOf } from '../../src/api/object-key.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import { describeLoadBalancer, LB_LABEL_CLUSTER } from '../../src/harvester/load-balancers.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../src/harvester/types.js';
@@ -26,7 +27,7 @@ import type { Session } from './state.js';
 export type Say = (who: string, line: string) => void;
 
 const fmtClaim = (v: CreatedVolume): string =>
-  v.guestClaim ? `${v.guestClaim.namespace}/${v.guestClaim.name}` : '?';
+  v.guestClaim ? keyText(v.guestClaim.namespace, v.guestClaim.name) : '?';
 
 export class CommandError extends Error {}
 
@@ -90,10 +91,7 @@ async function sayCreated(s: Session, say: Say, cluster: string, machines: Guest
   for (const vm of await clusterVms(s, cluster)) {
     const vmi = vmis.items.find((i) => i.metadata.name === vm.metadata.name);
     const ip = vmi?.status?.interfaces?.find((i) => i.ipAddress)?.ipAddress ?? 'no IP yet';
-    say(
-      'Harvester',
-      `VM ${vm.metadata.namespace ?? ''}/${vm.metadata.name}: ${vmi?.status?.phase ?? 'no instance'}, ${ip}`,
-    );
+    say('Harvester', `VM ${keyTextOf(vm)}: ${vmi?.status?.phase ?? 'no instance'}, ${ip}`);
   }
 }
 
@@ -105,7 +103,7 @@ export async function createCluster(
   const ns = s.state.fleetNamespace;
   const cc = `${s.state.cloudCredential.namespace}:${s.state.cloudCredential.name}`;
   if (await s.rancher.find(Resources.provisioningCluster, { namespace: ns, name: opts.name }))
-    throw new CommandError(`Rancher already has a cluster ${ns}/${opts.name}`);
+    throw new CommandError(`Rancher already has a cluster ${keyText(ns, opts.name)}`);
   const binaries = await upBinaries(s, opts.timeoutMs);
   const plugin = fs.readFileSync(binaries.plugin);
   say('jobs', `rancher-machine ${binaries.rancherMachine}`);
@@ -115,7 +113,7 @@ export async function createCluster(
   );
   say(
     'Rancher',
-    `provisioning Cluster ${ns}/${opts.name} (${opts.pool} × ${opts.machines}, cloud credential ${cc}): CAPI Cluster, MachineDeployment ${machineDeploymentName(opts.name, opts.pool)} and its templates`,
+    `provisioning Cluster ${keyText(ns, opts.name)} (${opts.pool} × ${opts.machines}, cloud credential ${cc}): CAPI Cluster, MachineDeployment ${machineDeploymentName(opts.name, opts.pool)} and its templates`,
   );
   let machines: GuestMachine[];
   try {
@@ -180,7 +178,7 @@ export async function workloadVolume(
   if (opts.unattached) {
     say(
       'CSI',
-      `${opts.cluster}: a ${opts.size} volume of a stopped workload: host volume ${namespace}/${pvc} (no label, as the released driver makes it), attached to no VM; in the guest, PersistentVolume ${created.guestPv ?? '?'} bound to claim ${fmtClaim(created)}`,
+      `${opts.cluster}: a ${opts.size} volume of a stopped workload: host volume ${keyText(namespace, pvc)} (no label, as the released driver makes it), attached to no VM; in the guest, PersistentVolume ${created.guestPv ?? '?'} bound to claim ${fmtClaim(created)}`,
     );
     return;
   }
@@ -196,7 +194,7 @@ export async function workloadVolume(
   });
   say(
     'CSI',
-    `${opts.cluster}: a ${opts.size} workload PVC on the Harvester storage class: host volume ${namespace}/${pvc}, hot-plugged into VM ${namespace}/${vm}; in the guest, PersistentVolume ${created.guestPv ?? '?'} bound to claim ${fmtClaim(created)}`,
+    `${opts.cluster}: a ${opts.size} workload PVC on the Harvester storage class: host volume ${keyText(namespace, pvc)}, hot-plugged into VM ${keyText(namespace, vm)}; in the guest, PersistentVolume ${created.guestPv ?? '?'} bound to claim ${fmtClaim(created)}`,
   );
 }
 
@@ -224,7 +222,7 @@ export async function loadBalancer(
   });
   say(
     'guest',
-    `${opts.cluster}'s cloud provider: Service ${svcNs}/${svcName} of type LoadBalancer → Harvester load balancer ${describeLoadBalancer(lb)}, labelled ${LB_LABEL_CLUSTER}=${opts.cluster}`,
+    `${opts.cluster}'s cloud provider: Service ${keyText(svcNs, svcName)} of type LoadBalancer → Harvester load balancer ${describeLoadBalancer(lb)}, labelled ${LB_LABEL_CLUSTER}=${opts.cluster}`,
   );
 }
 
@@ -249,14 +247,17 @@ export async function deleteCluster(
     .filter((m) => m.metadata.labels?.['cluster.x-k8s.io/cluster-name'] === opts.name)
     .map((m) => m.metadata.name);
   if (!(await s.rancher.delete(Resources.provisioningCluster, { namespace: ns, name: opts.name })))
-    throw new CommandError(`Rancher has no cluster ${ns}/${opts.name}`);
-  say('Rancher', `DELETE provisioning Cluster ${ns}/${opts.name}, as Cluster Management's Delete does`);
+    throw new CommandError(`Rancher has no cluster ${keyText(ns, opts.name)}`);
+  say(
+    'Rancher',
+    `DELETE provisioning Cluster ${keyText(ns, opts.name)}, as Cluster Management's Delete does`,
+  );
   await waitFor(s.rancher, {
     type: Resources.provisioningCluster,
     namespace: ns,
     name: opts.name,
     timeoutMs: opts.timeoutMs,
-    description: `provisioning Cluster ${ns}/${opts.name} to be deleted`,
+    description: `provisioning Cluster ${keyText(ns, opts.name)} to be deleted`,
     until: (o) => o === undefined,
   });
   say(

@@ -5,6 +5,7 @@
 //   renew-credential  Cluster Management > Cloud Credentials > Renew: a new token for the
 //                     same user, its kubeconfig saved into the same credential
 import { parse } from 'yaml';
+import { keyText } from '../../src/api/object-key.js';
 import type { KubeError } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { credentialKubeconfig } from '../../src/rancher/cloud-credential.js';
@@ -33,7 +34,7 @@ async function currentCredential(s: Session): Promise<{ kubeconfig: string; toke
   const raw = credentialKubeconfig(secret);
   if (!raw)
     throw new CommandError(
-      `cloud credential ${s.state.cloudCredential.namespace}/${s.state.cloudCredential.name} holds no kubeconfig`,
+      `cloud credential ${keyText(s.state.cloudCredential.namespace, s.state.cloudCredential.name)} holds no kubeconfig`,
     );
   const kubeconfig = decodeBase64OrPlain(raw.trim());
   const doc = parse(kubeconfig) as { users?: Array<{ user?: { token?: string } }> } | null;
@@ -61,7 +62,7 @@ export async function expireToken(s: Session, say: Say, opts: { token?: string }
   const at = await expireRancherToken(s.rancher, name);
   say(
     'Rancher',
-    `token ${name} (user ${token.userId}) expired at ${at.toISOString()}${name === current.token ? `; the cloud credential ${s.state.cloudCredential.namespace}/${s.state.cloudCredential.name} still holds it` : ''}`,
+    `token ${name} (user ${token.userId}) expired at ${at.toISOString()}${name === current.token ? `; the cloud credential ${keyText(s.state.cloudCredential.namespace, s.state.cloudCredential.name)} still holds it` : ''}`,
   );
   if (name !== current.token) return;
   const refusal = await untilRefused(current.kubeconfig, s.state.seeds.namespace, 30_000);
@@ -95,6 +96,6 @@ export async function renewCredential(s: Session, say: Say, opts: { ttlMs?: numb
   );
   say(
     'Rancher',
-    `renewed cloud credential ${s.state.cloudCredential.namespace}/${s.state.cloudCredential.name}: generateKubeconfig made token ${renewed.name} for the same user ${renewed.userId} (expires ${renewed.expiresAt?.toISOString() ?? 'never'}); ${current.token} stays as it was`,
+    `renewed cloud credential ${keyText(s.state.cloudCredential.namespace, s.state.cloudCredential.name)}: generateKubeconfig made token ${renewed.name} for the same user ${renewed.userId} (expires ${renewed.expiresAt?.toISOString() ?? 'never'}); ${current.token} stays as it was`,
   );
 }

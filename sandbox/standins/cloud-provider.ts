@@ -6,6 +6,7 @@
 // There is no guest cluster here, so the caller says which Service and which cluster.
 import crypto from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { keyText } from '../../src/api/object-key.js';
 import { LABEL_GUEST_CLUSTER_NAME } from '../../src/harvester/labels.js';
 import {
   LB_ANNOTATION_CLUSTER,
@@ -115,7 +116,7 @@ export async function ensureGuestLoadBalancer(
     namespace: req.namespace,
     name,
     timeoutMs,
-    description: `load balancer ${req.namespace}/${name} to get an address`,
+    description: `load balancer ${keyText(req.namespace, name)} to get an address`,
     until: (lb) => Boolean(lb?.status?.allocatedAddress?.ip),
     describeState: (lb) =>
       lb?.status?.conditions

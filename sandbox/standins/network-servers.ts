@@ -4,7 +4,7 @@
 // `networksWithoutDhcp` (a VLAN with no DHCP at all, harvester#9810), and a network an IPPool
 // of vm-dhcp-controller serves, whose DHCP agent answers each MAC with the address the pool's
 // status binds to it (and nothing else).
-import { parseKey } from '../../src/api/object-key.js';
+import { keyText, parseKey } from '../../src/api/object-key.js';
 import { ipPoolOfNetwork, type VmDhcpIpPool } from '../../src/harvester/fixed-addresses/vm-dhcp.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { StandInContext } from './context.js';
@@ -54,7 +54,7 @@ export function sandboxNetworks(ctx: StandInContext): SandboxNetworks {
       { multus?: { networkName?: string } } | undefined;
     const name = network?.multus?.networkName;
     if (!name) return undefined;
-    return name.includes('/') ? name : `${vmi.metadata.namespace ?? ''}/${name}`;
+    return name.includes('/') ? name : keyText(vmi.metadata.namespace, name);
   };
 
   return {

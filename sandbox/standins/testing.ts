@@ -1,6 +1,7 @@
 // Test helpers for the stand-ins: running them beside a real control plane, VMs shaped
 // like the Go driver's, and watch-based waits that say what they waited for.
 import { after, before } from 'node:test';
+import { keyText } from '../../src/api/object-key.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
@@ -260,7 +261,7 @@ export async function importedImage(
     client,
     Resources.virtualMachineImage,
     { namespace, name },
-    `image ${namespace}/${name} to be imported`,
+    `image ${keyText(namespace, name)} to be imported`,
     (o) => o?.status?.conditions?.some((c) => c.type === 'Imported' && c.status === 'True') ?? false,
   );
   if (!image) throw new Error('unreachable: image wait resolved without the image');

@@ -3,6 +3,7 @@
 // getPatchFinalizerOps), other changes through read-modify-write with the object's
 // resourceVersion. A lost race is retried on a fresh read, a bounded number of times;
 // after that the error goes back to the work queue, which retries with backoff.
+import { keyText } from '../../src/api/object-key.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { isKubeError, isNotFound } from '../../src/kube/errors.js';
 import type { KubeObject, ResourceType } from '../../src/kube/resources.js';
@@ -137,7 +138,7 @@ export async function forceDelete(client: KubeClient, type: ResourceType, ref: O
       method: 'DELETE',
       path: `${base}${ns}/${type.plural}/${encodeURIComponent(ref.name)}`,
       body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
-      operation: `force-delete ${type.plural} ${ref.namespace ?? ''}/${ref.name}`,
+      operation: `force-delete ${type.plural} ${keyText(ref.namespace, ref.name)}`,
     });
     return true;
   } catch (err) {

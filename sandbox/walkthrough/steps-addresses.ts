@@ -4,6 +4,7 @@
 // machines, created at once, takes one address, claimed on Harvester (one ConfigMap per
 // address, owned by the VM), and its guest configures it from the network data; the
 // addresses are free again once the cluster is deleted.
+import { keyText } from '../../src/api/object-key.js';
 import { LABEL_ADDRESS_CLAIM } from '../../src/harvester/fixed-addresses/address-claims.js';
 import type { VirtualMachine } from '../../src/harvester/types.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
@@ -16,7 +17,7 @@ export const FIXED_LABEL = 'app=harv01-web';
 
 /** The pool's HarvesterConfig fields for fixed addresses and labels, as Rancher's form writes them. */
 export function fixedAddressPool(namespace: string): Record<string, string> {
-  const network = `${namespace}/${SEED_STATIC_NETWORK}`;
+  const network = keyText(namespace, SEED_STATIC_NETWORK);
   return {
     networkName: network,
     ipPoolInfo: JSON.stringify({

@@ -3,6 +3,7 @@
 // with the credential as it is, fails with our clear error and changes nothing; the credential
 // is renewed in Rancher, and Rancher's retry of the job removes the old VM with the renewed one.
 import { gunzipSync } from 'node:zlib';
+import { keyText } from '../../src/api/object-key.js';
 import { ANNOTATION_REMOVED_PVCS } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
@@ -50,7 +51,7 @@ export async function expireCredential(story: Story, cluster: string): Promise<v
   await expireRancherToken(sandbox.rancher.admin, token.name);
   say.say(
     'Rancher',
-    `token ${token.name} (user ${token.userId}) expires (as a generated kubeconfig's token does after 30 days by default); the cloud credential ${sandbox.cloudCredential.namespace}/${sandbox.cloudCredential.name} still holds it`,
+    `token ${token.name} (user ${token.userId}) expires (as a generated kubeconfig's token does after 30 days by default); the cloud credential ${keyText(sandbox.cloudCredential.namespace, sandbox.cloudCredential.name)} still holds it`,
   );
   const refusal = await untilCredentialRefused(
     sandbox.kubeconfigs.harvesterViaRancher,
@@ -83,7 +84,7 @@ export async function failingRemoval(story: Story, cluster: string): Promise<num
   );
   say.say(
     'CAPI',
-    `the MachineSet deletes Machine ${FLEET_NS}/${machine.name}; once released, its HarvesterMachine`,
+    `the MachineSet deletes Machine ${keyText(FLEET_NS, machine.name)}; once released, its HarvesterMachine`,
   );
   const deadline = Date.now() + 60_000;
   let failed = world.removals.find((r) => r.machineName === machine.name && r.result && !r.result.ok);
@@ -152,14 +153,14 @@ export async function renewAndRetry(story: Story, cluster: string, t0: number): 
   const renewed: SandboxRancherToken = await sandbox.renewCloudCredential();
   say.say(
     'Rancher',
-    `Renew (Cluster Management > Cloud Credentials): generateKubeconfig made token ${renewed.name} for the same user ${renewed.userId}, saved into the same credential ${sandbox.cloudCredential.namespace}/${sandbox.cloudCredential.name}; ${expired} stays expired`,
+    `Renew (Cluster Management > Cloud Credentials): generateKubeconfig made token ${renewed.name} for the same user ${renewed.userId}, saved into the same credential ${keyText(sandbox.cloudCredential.namespace, sandbox.cloudCredential.name)}; ${expired} stays expired`,
   );
   await waitFor(sandbox.rancher.admin, {
     type: Resources.capiMachine,
     namespace: FLEET_NS,
     name: machine.name,
     timeoutMs: 90_000,
-    description: `Machine ${FLEET_NS}/${machine.name} to be removed after the renewal`,
+    description: `Machine ${keyText(FLEET_NS, machine.name)} to be removed after the renewal`,
     until: (o) => o === undefined,
   });
   const runs = world.removals.filter((r) => r.machineName === machine.name);

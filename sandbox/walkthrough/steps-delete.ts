@@ -4,6 +4,7 @@
 // Cluster API deletes its MachineDeployment, MachineSet and Machines, each waiting at its
 // pre-terminate hook → our controller annotates each VM and releases the hook → Cluster API
 // deletes each HarvesterMachine → Rancher's rm job (rancher-machine + our plugin).
+import { keyText } from '../../src/api/object-key.js';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { waitFor } from '../../src/kube/wait.js';
@@ -17,7 +18,7 @@ const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 export function controllerActions(story: Story, machineNames: string[], events: string[]): void {
   for (const line of story.world.controller.lines()) {
     if (!line.event || !events.includes(line.event)) continue;
-    const machine = machineNames.find((m) => line.object === `Machine ${FLEET_NS}/${m}`);
+    const machine = machineNames.find((m) => line.object === `Machine ${keyText(FLEET_NS, m)}`);
     if (machine) story.say.say('controller', `${machine}: [${line.event}] ${line.msg}`);
   }
 }
@@ -42,14 +43,14 @@ export async function deleteWholeCluster(story: Story, name: string, other: stri
   await rancher.admin.delete(Resources.provisioningCluster, { namespace: FLEET_NS, name });
   say.say(
     'Rancher',
-    `DELETE provisioning Cluster ${FLEET_NS}/${name} (the user deletes the cluster in Cluster Management)`,
+    `DELETE provisioning Cluster ${keyText(FLEET_NS, name)} (the user deletes the cluster in Cluster Management)`,
   );
   await waitFor(rancher.admin, {
     type: Resources.provisioningCluster,
     namespace: FLEET_NS,
     name,
     timeoutMs: 180_000,
-    description: `provisioning Cluster ${FLEET_NS}/${name} to be deleted`,
+    description: `provisioning Cluster ${keyText(FLEET_NS, name)} to be deleted`,
     until: (o) => o === undefined,
   });
   say.say(

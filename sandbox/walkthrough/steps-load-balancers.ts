@@ -4,6 +4,7 @@
 // load balancer controller does not clean up after guest clusters (v1.7.1); after it, the
 // deleted cluster's load balancer is gone (our cleanup controller deleted it once the last
 // VM was gone) and its address is free again, while the other cluster's stays.
+import { keyText } from '../../src/api/object-key.js';
 import { describeLoadBalancer, type IpPool } from '../../src/harvester/load-balancers.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { ensureGuestLoadBalancer, ensureIpPool } from '../standins/cloud-provider.js';
@@ -90,7 +91,10 @@ export async function checkLoadBalancers(
     now = await names();
   }
   for (const line of world.controller.lines())
-    if (line.event?.startsWith('HarvesterLoadBalancer') && line.object === `Cluster ${FLEET_NS}/${deleted}`)
+    if (
+      line.event?.startsWith('HarvesterLoadBalancer') &&
+      line.object === `Cluster ${keyText(FLEET_NS, deleted)}`
+    )
       say.say('controller', `${deleted}: [${line.event}] ${line.msg}`);
   say.say('Harvester', `load balancers now: ${now.join(', ') || '(none)'}`);
   say.check(!gone.some((n) => now.includes(n)), `${deleted}'s load balancer(s) are gone: ${gone.join(', ')}`);
@@ -102,7 +106,7 @@ export async function checkLoadBalancers(
   say.say('Harvester', `IP pool ${POOL.name} status.allocated: ${JSON.stringify(taken)}`);
   const owners = Object.values(taken);
   say.check(
-    owners.length === stays.length && stays.every((n) => owners.includes(`${view.namespace}/${n}`)),
+    owners.length === stays.length && stays.every((n) => owners.includes(keyText(view.namespace, n))),
     `${deleted}'s address is free again; only ${kept}'s is taken`,
   );
   await setServerVersion(story, SERVER_VERSION);

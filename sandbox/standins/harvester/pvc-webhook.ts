@@ -10,6 +10,7 @@
 // 127.0.0.1 with a certificate from the control plane's CA (the caller's), answered from the
 // stand-ins' VM cache as Harvester answers from its own. Not played: the image-export and
 // golden-image refusals, the owner-reference check, and the webhook's other resources.
+import { keyText, keyTextOf } from '../../../src/api/object-key.js';
 import { Resources } from '../../../src/kube/resources.js';
 import { admissionWebhook, type WebhookServing } from '../admission-webhook.js';
 import type { StandInContext } from '../context.js';
@@ -41,7 +42,7 @@ export function pvcsNamedBy(vm: VirtualMachine): string[] {
       // Harvester's index fails for such a VM too; its mutator would not have let it in.
     }
   }
-  return [...names].map((n) => `${ns}/${n}`);
+  return [...names].map((n) => keyText(ns, n));
 }
 
 export interface AdmissionRequest {
@@ -76,7 +77,7 @@ export function pvcDeletionVerdict(
     status: {
       code: 409,
       reason: 'Conflict',
-      message: `can not delete the volume ${name} which is currently attached to VM: ${user.metadata.namespace ?? ''}/${user.metadata.name}`,
+      message: `can not delete the volume ${name} which is currently attached to VM: ${keyTextOf(user)}`,
     },
   };
 }
@@ -99,7 +100,10 @@ export function pvcDeletionWebhook(ctx: StandInContext, serving: WebhookServing)
     const parsed = JSON.parse(body) as { apiVersion?: string; request?: AdmissionRequest };
     const request = parsed.request;
     if (!request?.uid) throw new Error('no AdmissionReview request');
-    const key = `${request.oldObject?.metadata.namespace ?? request.namespace ?? ''}/${request.oldObject?.metadata.name ?? request.name ?? ''}`;
+    const key = keyText(
+      request.oldObject?.metadata.namespace ?? request.namespace,
+      request.oldObject?.metadata.name ?? request.name,
+    );
     const verdict = pvcDeletionVerdict(request, vms.byIndex(VM_BY_PVC, key));
     if (!verdict.allowed)
       logger.info('refused a PVC deletion', { pvc: key, message: verdict.status?.message });
