@@ -14,29 +14,21 @@ import { waitFor } from '../src/kube/wait.js';
 import { ClusterApi, type ClusterApiOptions } from './capi/manager.js';
 import { silentLogger, type Logger } from '../src/log/logger.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../src/rancher/cloud-credential.js';
-import { createTokenUser, setTokenExpiry, tokenKubeconfig, type TokenUser } from './control-plane/access.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
 import { OWN_CAPI_GROUP, installCrds } from './crds/install.js';
-import { startHarvester } from './harvester.js';
+import { startHarvester, type HarvesterControlPlane } from './harvester.js';
 import type { HarvesterComponents } from './harvester/components.js';
 import type { KubeVirt } from './kubevirt/kubevirt.js';
 import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
-import { authorize, type Attributes } from './proxy/identity.js';
 import { startImageServer, type ImageServer } from './image-server.js';
 import { createRancherCluster } from './rancher/cluster.js';
-import {
-  harvesterCloudCredential,
-  rancherKubeconfig,
-  saveHarvesterCloudCredential,
-} from './rancher/credentials.js';
-import { createRancherToken, newRancherUserId, type RancherToken } from './rancher/tokens.js';
+import { sandboxCredentials, type DirectUser, type SandboxRancherToken } from './sandbox-credentials.js';
 import {
   SEED_IMAGE,
   SEED_KEYPAIR,
   SEED_NAMESPACE,
   SEED_NETWORK,
   SEED_STATIC_NETWORK,
-  grantDriverAccess,
   sandboxSshKey,
   seedDriverRoles,
   seedHarvester,
@@ -46,20 +38,9 @@ import { startStandIns, type StandInOptions, type StandIns } from './standins/in
 import { ensureDefaultStorageClass } from './standins/storage/longhorn.js';
 import { recordSecret } from './secret-ledger.js';
 
-const DAY = 24 * 3_600_000;
+export type { DirectUser, SandboxRancherToken } from './sandbox-credentials.js';
 
-/**
- * New RBAC reaches the authorizer through an informer a moment after it is written: waits
- * (up to 10 s) until it decides as granted, so a credential handed out works at once.
- */
-async function untilAuthorized(admin: KubeClient, username: string, attributes: Attributes): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (await authorize(admin, { username, groups: ['system:authenticated'] }, attributes)) {
-    if (Date.now() > deadline)
-      throw new Error(`sandbox: access granted to ${username} did not take effect within 10 s`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const DAY = 24 * 3_600_000;
 
 export interface SandboxOptions {
   /** The Harvester cluster's id in Rancher (default c-m-sandbox). */
@@ -89,18 +70,6 @@ export interface SandboxOptions {
    */
   ownHarvester?: boolean;
   logger?: Logger;
-}
-
-export interface DirectUser extends TokenUser {
-  /** Proxy URL, the Harvester CA, this user's bootstrap token. */
-  kubeconfig: string;
-  /** Moves the token's expiry (the apiserver may accept it for ~10 s more: token cache). */
-  setExpiry(expiresAt: Date): Promise<void>;
-}
-
-export interface SandboxRancherToken extends RancherToken {
-  /** As Rancher's generateKubeconfig returns it. */
-  kubeconfig: string;
 }
 
 export interface Sandbox {
@@ -148,13 +117,66 @@ export interface Sandbox {
   stop(): Promise<void>;
 }
 
-export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
-  const logger = opts.logger ?? silentLogger;
-  const clusterId = opts.clusterId ?? 'c-m-sandbox';
-  const clusterName = opts.clusterName ?? 'harvester';
-  const namespaces = opts.namespaces ?? [SEED_NAMESPACE];
-  const stops: Array<() => Promise<void>> = [];
-  const stopAll = async (): Promise<void> => {
+type Stops = Array<() => Promise<void>>;
+
+/**
+ * Harvester's control plane and Rancher's local cluster, side by side. CRDs go in before each
+ * controller manager starts, so its garbage collector knows them. Both are waited for even when
+ * one fails, so the other is stopped too, not left running. KubeVirt starts on Harvester's side
+ * while Cluster API starts on Rancher's.
+ */
+async function startControlPlanes(
+  opts: SandboxOptions,
+  clusterApi: ClusterApi | undefined,
+  stops: Stops,
+): Promise<{ harvesterPlane: HarvesterControlPlane; rancher: ControlPlane }> {
+  const [harvesterStart, rancherStart] = await Promise.allSettled([
+    startHarvester({
+      name: 'harvester',
+      kubevirt: opts.kubevirt !== false,
+      ownHarvester: opts.ownHarvester === true,
+    }).then((h) => (stops.push(() => h.stop()), h)),
+    startControlPlane({
+      name: 'rancher',
+      beforeControllerManager: async (admin, pki) => {
+        if (!clusterApi) return void (await installCrds(admin, 'rancher'));
+        await installCrds(admin, 'rancher', 30_000, { without: [OWN_CAPI_GROUP] });
+        await clusterApi.installCrds(admin, pki);
+      },
+    }).then(async (cp) => {
+      stops.push(() => cp.stop());
+      if (clusterApi) {
+        await clusterApi.start(cp);
+        stops.push(() => clusterApi.stop(cp.admin));
+      }
+      return cp;
+    }),
+  ]);
+  if (harvesterStart.status === 'rejected') throw harvesterStart.reason;
+  if (rancherStart.status === 'rejected') throw rancherStart.reason;
+  return { harvesterPlane: harvesterStart.value, rancher: rancherStart.value };
+}
+
+/**
+ * The image is usable once imported and the key pair once validated (stand-ins' work, or with
+ * ownHarvester Harvester's own, which the stand-ins' idleness does not cover).
+ */
+async function untilSeedsUsable(admin: KubeClient, standIns: StandIns, ownHarvester: boolean): Promise<void> {
+  await standIns.idle();
+  if (ownHarvester)
+    await waitFor<VirtualMachineImage>(admin, {
+      type: Resources.virtualMachineImage,
+      namespace: SEED_NAMESPACE,
+      name: SEED_IMAGE,
+      description: `Harvester's image controller to import ${SEED_NAMESPACE}/${SEED_IMAGE}`,
+      until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
+      timeoutMs: 120_000,
+    });
+}
+
+/** Stops what was started, last first; a failure to stop one is logged and the rest still stop. */
+function stopInReverse(stops: Stops, logger: Logger): () => Promise<void> {
+  return async () => {
     for (const stop of stops.splice(0).reverse()) {
       try {
         await stop();
@@ -163,42 +185,24 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       }
     }
   };
+}
+
+/** Starts the whole sandbox; stop() stops everything it started, in reverse order. */
+export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
+  const logger = opts.logger ?? silentLogger;
+  const clusterId = opts.clusterId ?? 'c-m-sandbox';
+  const clusterName = opts.clusterName ?? 'harvester';
+  const namespaces = opts.namespaces ?? [SEED_NAMESPACE];
+  const stops: Stops = [];
+  const stopAll = stopInReverse(stops, logger);
 
   const clusterApi = opts.clusterApi
     ? await ClusterApi.prepare(opts.clusterApi === true ? {} : opts.clusterApi)
     : undefined;
   try {
     const started = Date.now();
-    // CRDs go in before each controller manager starts, so its garbage collector knows them.
-    // Both are waited for even when one fails, so the other is stopped too, not left running.
-    // KubeVirt starts on Harvester's side while Cluster API starts on Rancher's.
-    const [harvesterStart, rancherStart] = await Promise.allSettled([
-      startHarvester({
-        name: 'harvester',
-        kubevirt: opts.kubevirt !== false,
-        ownHarvester: opts.ownHarvester === true,
-      }).then((h) => (stops.push(() => h.stop()), h)),
-      startControlPlane({
-        name: 'rancher',
-        beforeControllerManager: async (admin, pki) => {
-          if (!clusterApi) return void (await installCrds(admin, 'rancher'));
-          await installCrds(admin, 'rancher', 30_000, { without: [OWN_CAPI_GROUP] });
-          await clusterApi.installCrds(admin, pki);
-        },
-      }).then(async (cp) => {
-        stops.push(() => cp.stop());
-        if (clusterApi) {
-          await clusterApi.start(cp);
-          stops.push(() => clusterApi.stop(cp.admin));
-        }
-        return cp;
-      }),
-    ]);
-    if (harvesterStart.status === 'rejected') throw harvesterStart.reason;
-    if (rancherStart.status === 'rejected') throw rancherStart.reason;
-    const harvesterPlane = harvesterStart.value;
+    const { harvesterPlane, rancher } = await startControlPlanes(opts, clusterApi, stops);
     const harvester = harvesterPlane.cp;
-    const rancher = rancherStart.value;
     logger.info('sandbox: control planes up', { harvester: harvester.server, rancher: rancher.server });
     // The seeded image's URL, served on 127.0.0.1: Harvester's own image controller asks it (HEAD)
     // and the backing-image stand-in downloads it; nothing goes out.
@@ -228,89 +232,22 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const proxy = await startFrontProxy({ harvester, rancher, clusterId, logger });
     stops.push(() => proxy.stop());
 
-    const admin: KubeClient = harvester.admin;
-    const untilDriverAccess = async (username: string, where: string[]): Promise<void> => {
-      await untilAuthorized(admin, username, {
-        resource: { verb: 'get', group: 'harvesterhci.io', resource: 'settings', name: 'server-version' },
-      });
-      for (const namespace of where) {
-        await untilAuthorized(admin, username, {
-          resource: { verb: 'create', group: 'kubevirt.io', resource: 'virtualmachines', namespace },
-        });
-      }
-    };
-    const newDirectUser = async (o: { expiresAt: Date; namespaces?: string[] }): Promise<DirectUser> => {
-      const user = await createTokenUser(admin, { expiresAt: o.expiresAt });
-      await grantDriverAccess(admin, user.username, o.namespaces ?? namespaces);
-      await untilDriverAccess(user.username, o.namespaces ?? namespaces);
-      const kubeconfig = tokenKubeconfig({
-        name: clusterName,
-        server: proxy.url,
-        caPem: proxy.caPem,
-        token: user.token,
-      });
-      const direct: DirectUser = {
-        ...user,
-        kubeconfig,
-        setExpiry: async (expiresAt) => {
-          await setTokenExpiry(admin, user, expiresAt);
-          direct.expiresAt = expiresAt;
-        },
-      };
-      return direct;
-    };
-    const newRancherToken = async (o: {
-      ttlMs: number;
-      userId?: string;
-      namespaces?: string[];
-    }): Promise<SandboxRancherToken> => {
-      const userId = o.userId ?? newRancherUserId();
-      const token = await createRancherToken(rancher.admin, { userId, ttlMs: o.ttlMs, clusterId });
-      await grantDriverAccess(admin, userId, o.namespaces ?? namespaces);
-      await untilAuthorized(rancher.admin, userId, {
-        resource: { verb: 'get', group: 'management.cattle.io', resource: 'clusters', name: clusterId },
-      });
-      await untilDriverAccess(userId, o.namespaces ?? namespaces);
-      const kubeconfig = rancherKubeconfig({
-        proxyUrl: proxy.url,
-        clusterId,
-        caPem: proxy.caPem,
-        token: token.token,
-        clusterName,
-      });
-      return { ...token, kubeconfig };
-    };
-
-    const directUser = await newDirectUser({
+    const cloudCredential = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: 'cc-harvester-sandbox' };
+    const credentials = sandboxCredentials({
+      harvesterAdmin: harvester.admin,
+      rancherAdmin: rancher.admin,
+      proxy,
+      clusterId,
+      clusterName,
+      namespaces,
+      cloudCredentialName: cloudCredential.name,
+    });
+    const directUser = await credentials.newDirectUser({
       expiresAt: new Date(Date.now() + (opts.directUserTtlMs ?? 30 * DAY)),
     });
-    const rancherToken = await newRancherToken({ ttlMs: opts.rancherTokenTtlMs ?? 30 * DAY });
-    const cloudCredential = { namespace: CLOUD_CREDENTIAL_NAMESPACE, name: 'cc-harvester-sandbox' };
-    const saveCredential = async (token: SandboxRancherToken): Promise<void> => {
-      await saveHarvesterCloudCredential(
-        rancher.admin,
-        harvesterCloudCredential({
-          name: cloudCredential.name,
-          kubeconfig: token.kubeconfig,
-          clusterId,
-          displayName: clusterName,
-          ...(token.expiresAt ? { expiresAt: token.expiresAt } : {}),
-        }),
-      );
-    };
-    await saveCredential(rancherToken);
-    // The image is usable once imported and the key pair once validated (stand-ins' work, or
-    // with ownHarvester Harvester's own, which the stand-ins' idleness does not cover).
-    await standIns.idle();
-    if (opts.ownHarvester)
-      await waitFor<VirtualMachineImage>(admin, {
-        type: Resources.virtualMachineImage,
-        namespace: SEED_NAMESPACE,
-        name: SEED_IMAGE,
-        description: `Harvester's image controller to import ${SEED_NAMESPACE}/${SEED_IMAGE}`,
-        until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
-        timeoutMs: 120_000,
-      });
+    const rancherToken = await credentials.newRancherToken({ ttlMs: opts.rancherTokenTtlMs ?? 30 * DAY });
+    await credentials.saveCloudCredential(rancherToken);
+    await untilSeedsUsable(harvester.admin, standIns, opts.ownHarvester === true);
     logger.info('sandbox: up', { proxy: proxy.url, clusterId, seconds: (Date.now() - started) / 1000 });
 
     return {
@@ -339,20 +276,17 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
         keyPair: SEED_KEYPAIR,
         sshPrivateKeyPem: ssh.privateKeyPem,
       },
-      newDirectUser,
-      newRancherToken,
+      newDirectUser: credentials.newDirectUser,
+      newRancherToken: credentials.newRancherToken,
       renewCloudCredential: async (o = {}) => {
-        const renewed = await newRancherToken({
+        const renewed = await credentials.newRancherToken({
           ttlMs: o.ttlMs ?? opts.rancherTokenTtlMs ?? 30 * DAY,
           userId: rancherToken.userId,
         });
-        await saveCredential(renewed);
+        await credentials.saveCloudCredential(renewed);
         return renewed;
       },
-      grantDriverAccess: async (username, more) => {
-        await grantDriverAccess(admin, username, more);
-        await untilDriverAccess(username, more);
-      },
+      grantDriverAccess: credentials.grantDriverAccess,
       stop: stopAll,
     };
   } catch (err) {

@@ -213,57 +213,11 @@ function durationOption(flag: string) {
   };
 }
 
-/** The command line; resolves with the exit code. */
-async function main(argv: string[]): Promise<number> {
-  let code = 0;
-  const cmd = new Command('sandbox')
-    .description('the harvester-machine sandbox: Harvester and Rancher stand-ins on real apiservers')
-    .option(
-      '--state-dir <dir>',
-      'state directory (env HARVESTER_MACHINE_SANDBOX_DIR; default ~/.local/state/harvester-machine/sandbox)',
-    )
-    .exitOverride()
-    .showHelpAfterError();
-  const dir = (): string => {
-    const given = cmd.opts<{ stateDir?: string }>().stateDir;
-    return stateDirFrom(given ? ['--state-dir', given] : []);
-  };
-  const session = async (fn: (s: Session) => Promise<void>): Promise<void> => {
-    const s = await openSession(dir(), 180_000);
-    try {
-      await fn(s);
-    } finally {
-      s.close();
-    }
-  };
+/** Runs a command against the running sandbox's session, closed afterwards. */
+type InSession = (fn: (s: Session) => Promise<void>) => Promise<void>;
 
-  cmd
-    .command('up')
-    .description('start the sandbox; stays in the foreground')
-    .addOption(
-      new Option(
-        '--rm-retry-delay <duration>',
-        "pause between runs of a failed rm job (Rancher's Job retries it 3 times)",
-      )
-        .default(20_000, '20s')
-        .argParser(durationOption('--rm-retry-delay')),
-    )
-    .action(async (o: { rmRetryDelay: number }) => {
-      code = await up(dir(), { rmRetryDelayMs: o.rmRetryDelay });
-    });
-  cmd
-    .command('down')
-    .description('stop the running sandbox')
-    .action(async () => {
-      code = await down(dir());
-    });
-  cmd
-    .command('env')
-    .description('print the export lines of the running sandbox (waits while it starts)')
-    .action(async () => {
-      (await openSession(dir(), 180_000)).close();
-      process.stdout.write(exportLines(dir()).join('\n') + '\n');
-    });
+/** What a guest cluster asks of the sandbox: create-cluster, workload-volume, load-balancer. */
+function addGuestClusterCommands(cmd: Command, session: InSession): void {
   cmd
     .command('create-cluster <name>')
     .description(
@@ -315,6 +269,10 @@ async function main(argv: string[]): Promise<number> {
     .action((cluster: string, o: { service: string; ipam: 'pool' | 'dhcp' }) =>
       session((s) => loadBalancer(s, say, { cluster, service: o.service, ipam: o.ipam })),
     );
+}
+
+/** What Rancher does for the sandbox's user: delete-cluster, job-logs, expire-token, renew-credential. */
+function addRancherCommands(cmd: Command, session: InSession): void {
   cmd
     .command('delete-cluster <name>')
     .description(
@@ -361,6 +319,61 @@ async function main(argv: string[]): Promise<number> {
       "renew the Harvester cloud credential as Rancher's UI does: a new token for the same user, saved into the same credential",
     )
     .action(() => session((s) => renewCredential(s, say, {})));
+}
+
+/** The command line; resolves with the exit code. */
+async function main(argv: string[]): Promise<number> {
+  let code = 0;
+  const cmd = new Command('sandbox')
+    .description('the harvester-machine sandbox: Harvester and Rancher stand-ins on real apiservers')
+    .option(
+      '--state-dir <dir>',
+      'state directory (env HARVESTER_MACHINE_SANDBOX_DIR; default ~/.local/state/harvester-machine/sandbox)',
+    )
+    .exitOverride()
+    .showHelpAfterError();
+  const dir = (): string => {
+    const given = cmd.opts<{ stateDir?: string }>().stateDir;
+    return stateDirFrom(given ? ['--state-dir', given] : []);
+  };
+  const session: InSession = async (fn) => {
+    const s = await openSession(dir(), 180_000);
+    try {
+      await fn(s);
+    } finally {
+      s.close();
+    }
+  };
+
+  cmd
+    .command('up')
+    .description('start the sandbox; stays in the foreground')
+    .addOption(
+      new Option(
+        '--rm-retry-delay <duration>',
+        "pause between runs of a failed rm job (Rancher's Job retries it 3 times)",
+      )
+        .default(20_000, '20s')
+        .argParser(durationOption('--rm-retry-delay')),
+    )
+    .action(async (o: { rmRetryDelay: number }) => {
+      code = await up(dir(), { rmRetryDelayMs: o.rmRetryDelay });
+    });
+  cmd
+    .command('down')
+    .description('stop the running sandbox')
+    .action(async () => {
+      code = await down(dir());
+    });
+  cmd
+    .command('env')
+    .description('print the export lines of the running sandbox (waits while it starts)')
+    .action(async () => {
+      (await openSession(dir(), 180_000)).close();
+      process.stdout.write(exportLines(dir()).join('\n') + '\n');
+    });
+  addGuestClusterCommands(cmd, session);
+  addRancherCommands(cmd, session);
 
   try {
     await cmd.parseAsync(argv, { from: 'user' });

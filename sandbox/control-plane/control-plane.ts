@@ -8,6 +8,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { KubeClient } from '../../src/kube/client.js';
 import { ensureControlPlaneBinaries, type ControlPlaneBinaries } from './binaries.js';
+import {
+  AGGREGATOR_CLIENT,
+  apiserverFlags,
+  apiserverUrl,
+  controllerManagerFlags,
+  schedulerFlags,
+} from './component-flags.js';
 import { buildKubeconfig } from './kubeconfig.js';
 import { createCa, createServiceAccountKeys, issueCert, type IssuedCert, type Pki } from './pki.js';
 import { canConnect, freePort } from './ports.js';
@@ -54,21 +61,115 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
-/** The common name kube-apiserver's aggregator presents to aggregated API servers. */
-const AGGREGATOR_CLIENT = 'front-proxy-client';
+/** The control plane's certificates and keys, each CA's files in the state directory. */
+interface ControlPlaneCerts {
+  pki: Pki;
+  serving: IssuedCert;
+  admin: IssuedCert;
+  controllerManager: IssuedCert;
+  scheduler: IssuedCert | undefined;
+  serviceAccount: { publicKey: string; privateKey: string };
+  frontProxyPki: Pki;
+  aggregator: IssuedCert;
+}
 
-const CONTROLLERS = [
-  'garbage-collector-controller',
-  'namespace-controller',
-  'persistentvolumeclaim-protection-controller',
-  // Binds claims to the volumes a provisioner makes (Longhorn's stand-in plays the provisioner).
-  'persistentvolume-binder-controller',
-  'persistentvolume-protection-controller',
-  // Every namespace's `default` ServiceAccount, which the ServiceAccount admission plugin needs to
-  // admit a pod (and then mounts its token: KubeVirt counts that volume on attachment pods).
-  'serviceaccount-controller',
-].join(',');
+async function issueControlPlaneCerts(
+  dir: string,
+  name: string,
+  scheduler: boolean,
+): Promise<ControlPlaneCerts> {
+  const pki = await createCa(path.join(dir, 'pki'), `${name}-ca`);
+  const serving = await issueCert(pki, 'apiserver', { commonName: 'kube-apiserver' }, 'server');
+  const admin = await issueCert(
+    pki,
+    'admin',
+    { commonName: 'sandbox-admin', organization: 'system:masters' },
+    'client',
+  );
+  const controllerManager = await issueCert(
+    pki,
+    'controller-manager',
+    { commonName: 'system:kube-controller-manager', organization: 'system:masters' },
+    'client',
+  );
+  const schedulerCert = scheduler
+    ? await issueCert(pki, 'scheduler', { commonName: 'system:kube-scheduler' }, 'client')
+    : undefined;
+  const serviceAccount = await createServiceAccountKeys(pki);
+  // The aggregation layer's own CA and client: the apiserver proxies to aggregated APIs
+  // (KubeVirt's subresources.kubevirt.io) with this certificate and the caller in headers.
+  const frontProxyPki = await createCa(path.join(dir, 'front-proxy-pki'), `${name}-front-proxy-ca`);
+  const aggregator = await issueCert(
+    frontProxyPki,
+    'front-proxy-client',
+    { commonName: AGGREGATOR_CLIENT },
+    'client',
+  );
+  return {
+    pki,
+    serving,
+    admin,
+    controllerManager,
+    scheduler: schedulerCert,
+    serviceAccount,
+    frontProxyPki,
+    aggregator,
+  };
+}
 
+/** Where a component runs: the control plane's name, state directory, apiserver and CA. */
+interface ComponentContext {
+  name: string;
+  dir: string;
+  server: string;
+  pki: Pki;
+}
+
+/** Writes the component's kubeconfig and starts it with the flags made from that kubeconfig's path. */
+async function startComponent(
+  ctx: ComponentContext,
+  component: 'kube-controller-manager' | 'kube-scheduler',
+  binary: string,
+  cert: IssuedCert,
+  flags: (kubeconfig: string) => string[],
+): Promise<ManagedProcess> {
+  const kubeconfigName = component === 'kube-scheduler' ? 'scheduler' : 'controller-manager';
+  const kubeconfig = path.join(ctx.dir, `${kubeconfigName}.kubeconfig`);
+  await fsp.writeFile(kubeconfig, kubeconfigFor(ctx.name, ctx.server, ctx.pki, cert), { mode: 0o600 });
+  return startProcess(component, binary, flags(kubeconfig), path.join(ctx.dir, `${component}.log`));
+}
+
+/**
+ * Starts and stops kube-apiserver, keeping the running one in the control plane's processes so
+ * that stopping the control plane stops it too.
+ */
+function apiserverLifecycle(
+  apiserver: { binary: string; args: string[]; dir: string; admin: KubeClient; readyTimeoutMs: number },
+  processes: ManagedProcess[],
+): { startApiserver: () => Promise<void>; stopApiserver: () => Promise<void> } {
+  let running: ManagedProcess | undefined;
+  return {
+    startApiserver: async () => {
+      running = startProcess(
+        'kube-apiserver',
+        apiserver.binary,
+        apiserver.args,
+        path.join(apiserver.dir, 'kube-apiserver.log'),
+      );
+      processes.push(running);
+      await waitReady(apiserver.admin, running, apiserver.readyTimeoutMs);
+    },
+    stopApiserver: async () => {
+      if (!running) return;
+      const p = running;
+      running = undefined;
+      processes.splice(processes.indexOf(p), 1);
+      await p.stop();
+    },
+  };
+}
+
+/** Starts a control plane in a fresh temp directory; everything it starts stops with stop(). */
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const name = options.name ?? 'sandbox';
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
@@ -85,142 +186,60 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   };
 
   try {
-    const pki = await createCa(path.join(dir, 'pki'), `${name}-ca`);
-    const serving = await issueCert(pki, 'apiserver', { commonName: 'kube-apiserver' }, 'server');
-    const adminCert = await issueCert(
-      pki,
-      'admin',
-      { commonName: 'sandbox-admin', organization: 'system:masters' },
-      'client',
-    );
-    const kcmCert = await issueCert(
-      pki,
-      'controller-manager',
-      { commonName: 'system:kube-controller-manager', organization: 'system:masters' },
-      'client',
-    );
-    const schedulerCert = options.scheduler
-      ? await issueCert(pki, 'scheduler', { commonName: 'system:kube-scheduler' }, 'client')
-      : undefined;
-    const sa = await createServiceAccountKeys(pki);
-    // The aggregation layer's own CA and client: the apiserver proxies to aggregated APIs
-    // (KubeVirt's subresources.kubevirt.io) with this certificate and the caller in headers.
-    const frontProxyPki = await createCa(path.join(dir, 'front-proxy-pki'), `${name}-front-proxy-ca`);
-    const aggregatorCert = await issueCert(
-      frontProxyPki,
-      'front-proxy-client',
-      { commonName: AGGREGATOR_CLIENT },
-      'client',
-    );
-
+    const certs = await issueControlPlaneCerts(dir, name, options.scheduler === true);
+    const { pki } = certs;
     const etcd = await startEtcd(bins, dir, readyTimeoutMs);
     processes.push(etcd.process);
 
     const apiPort = options.apiserverPort ?? (await freePort());
     const bindAddress = options.bindAddress ?? '127.0.0.1';
-    const server = bindAddress === '::1' ? `https://[::1]:${apiPort}` : `https://127.0.0.1:${apiPort}`;
-    const adminKubeconfig = buildKubeconfig({
-      name,
-      server,
-      caPem: pki.caPem,
-      user: { clientCertPem: adminCert.certPem, clientKeyPem: adminCert.keyPem },
-    });
+    const server = apiserverUrl(bindAddress, apiPort);
+    const adminKubeconfig = kubeconfigFor(name, server, pki, certs.admin);
     const admin = KubeClient.fromKubeconfig(adminKubeconfig, {
       requestTimeoutMs: 10_000,
       retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
     });
-    const apiserverArgs = [
-      '--advertise-address=127.0.0.1',
-      `--bind-address=${bindAddress}`,
-      `--secure-port=${apiPort}`,
-      `--etcd-servers=${etcd.url}`,
-      `--etcd-prefix=/${name}`,
-      `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
-      `--tls-cert-file=${serving.certPath}`,
-      `--tls-private-key-file=${serving.keyPath}`,
-      `--client-ca-file=${pki.caCert}`,
-      `--service-account-issuer=${server}/`,
-      `--service-account-key-file=${sa.publicKey}`,
-      `--service-account-signing-key-file=${sa.privateKey}`,
-      '--authorization-mode=RBAC',
-      '--service-cluster-ip-range=10.0.0.0/24',
-      '--allow-privileged=true',
-      '--enable-bootstrap-token-auth=true',
-      `--requestheader-client-ca-file=${frontProxyPki.caCert}`,
-      `--requestheader-allowed-names=${AGGREGATOR_CLIENT}`,
-      '--requestheader-username-headers=X-Remote-User',
-      '--requestheader-group-headers=X-Remote-Group',
-      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      `--proxy-client-cert-file=${aggregatorCert.certPath}`,
-      `--proxy-client-key-file=${aggregatorCert.keyPath}`,
-      '--enable-priority-and-fairness=false',
-      '--profiling=false',
-      '--v=1',
-    ];
-    let apiserver: ManagedProcess | undefined;
-    const startApiserver = async (): Promise<void> => {
-      apiserver = startProcess(
-        'kube-apiserver',
-        bins.kubeApiserver,
-        apiserverArgs,
-        path.join(dir, 'kube-apiserver.log'),
-      );
-      processes.push(apiserver);
-      await waitReady(admin, apiserver, readyTimeoutMs);
-    };
-    const stopApiserver = async (): Promise<void> => {
-      if (!apiserver) return;
-      const p = apiserver;
-      apiserver = undefined;
-      processes.splice(processes.indexOf(p), 1);
-      await p.stop();
-    };
+    const apiserverArgs = apiserverFlags({
+      name,
+      dir,
+      server,
+      bindAddress,
+      port: apiPort,
+      etcdUrl: etcd.url,
+      servingCert: certs.serving,
+      clientCaFile: pki.caCert,
+      serviceAccount: certs.serviceAccount,
+      requestheaderCaFile: certs.frontProxyPki.caCert,
+      aggregatorCert: certs.aggregator,
+    });
+    const { startApiserver, stopApiserver } = apiserverLifecycle(
+      { binary: bins.kubeApiserver, args: apiserverArgs, dir, admin, readyTimeoutMs },
+      processes,
+    );
     await startApiserver();
     await options.beforeControllerManager?.(admin, pki);
 
+    const component: ComponentContext = { name, dir, server, pki };
     if (options.controllerManager !== false) {
-      const kcmKubeconfig = path.join(dir, 'controller-manager.kubeconfig');
-      await fsp.writeFile(kcmKubeconfig, kubeconfigFor(name, server, pki, kcmCert), { mode: 0o600 });
       processes.push(
-        startProcess(
+        await startComponent(
+          component,
           'kube-controller-manager',
           bins.kubeControllerManager,
-          [
-            `--kubeconfig=${kcmKubeconfig}`,
-            `--controllers=${CONTROLLERS}`,
-            '--leader-elect=false',
-            '--secure-port=0',
-            '--concurrent-gc-syncs=5',
-            // Each controller acts as its own service account (kube-system/<controller>, tokens
-            // from the TokenRequest API), as RKE2 runs it under Harvester: the garbage collector's
-            // deletes then come from system:serviceaccount:kube-system:generic-garbage-collector,
-            // the user Harvester's PVC webhook lets pass.
-            '--use-service-account-credentials=true',
-            '--v=1',
-          ],
-          path.join(dir, 'kube-controller-manager.log'),
+          certs.controllerManager,
+          controllerManagerFlags,
         ),
       );
     }
-    if (schedulerCert) {
+    if (certs.scheduler) {
       // system:kube-scheduler has its rights from the apiserver's bootstrap RBAC policy.
-      const schedulerKubeconfig = path.join(dir, 'scheduler.kubeconfig');
-      await fsp.writeFile(schedulerKubeconfig, kubeconfigFor(name, server, pki, schedulerCert), {
-        mode: 0o600,
-      });
       processes.push(
-        startProcess(
+        await startComponent(
+          component,
           'kube-scheduler',
           bins.kubeScheduler,
-          [
-            `--kubeconfig=${schedulerKubeconfig}`,
-            `--authentication-kubeconfig=${schedulerKubeconfig}`,
-            `--authorization-kubeconfig=${schedulerKubeconfig}`,
-            '--leader-elect=false',
-            '--secure-port=0',
-            '--v=1',
-          ],
-          path.join(dir, 'kube-scheduler.log'),
+          certs.scheduler,
+          schedulerFlags,
         ),
       );
     }

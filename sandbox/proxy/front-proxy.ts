@@ -18,6 +18,7 @@ import { buildKubeconfig } from '../control-plane/kubeconfig.js';
 import { issueCert, type IssuedCert } from '../control-plane/pki.js';
 import { Faults, type FaultControl } from './faults.js';
 import { forward, isWatchRequest, WatchRegistry, type Upstream } from './forward.js';
+import type { Identity } from './identity.js';
 import {
   checkClusterAccess,
   impersonationHeaders,
@@ -56,94 +57,120 @@ function proxyClient(cp: ControlPlane, cert: IssuedCert): KubeClient {
   );
 }
 
-export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontProxy> {
-  const logger = (opts.logger ?? silentLogger).child({ component: 'front-proxy' });
+/** The certificates the proxy serves with and acts with, issued by each control plane's CA. */
+interface ProxyCerts {
+  serving: IssuedCert;
+  harvester: IssuedCert;
+  rancher: IssuedCert;
+}
+
+async function issueProxyCerts(harvester: ControlPlane, rancher: ControlPlane): Promise<ProxyCerts> {
   const suffix = crypto.randomBytes(4).toString('hex');
   const identity = { commonName: 'sandbox-front-proxy', organization: 'system:masters' };
   const serving = await issueCert(
-    opts.harvester.pki,
+    harvester.pki,
     `front-proxy-${suffix}`,
     { commonName: 'sandbox-front-proxy' },
     'server',
   );
-  const harvesterCert = await issueCert(
-    opts.harvester.pki,
-    `front-proxy-client-${suffix}`,
-    identity,
-    'client',
-  );
-  const rancherCert = await issueCert(opts.rancher.pki, `front-proxy-client-${suffix}`, identity, 'client');
-  const harvesterAdmin = proxyClient(opts.harvester, harvesterCert);
-  const rancherAdmin = proxyClient(opts.rancher, rancherCert);
-  const origin = new URL(opts.harvester.server);
-  // The caller's own credential only: no client certificate, or a request without a token
-  // would reach the apiserver as the proxy instead of as system:anonymous.
-  const direct: Upstream = { origin, agent: new https.Agent({ keepAlive: true, ca: opts.harvester.caPem }) };
-  const impersonating: Upstream = {
-    origin,
-    agent: new https.Agent({
-      keepAlive: true,
-      ca: opts.harvester.caPem,
-      cert: harvesterCert.certPem,
-      key: harvesterCert.keyPem,
-    }),
-  };
-  const watches = new WatchRegistry();
-  const faults = new Faults(() => watches.dropAll());
+  const harvesterCert = await issueCert(harvester.pki, `front-proxy-client-${suffix}`, identity, 'client');
+  const rancherCert = await issueCert(rancher.pki, `front-proxy-client-${suffix}`, identity, 'client');
+  return { serving, harvester: harvesterCert, rancher: rancherCert };
+}
 
-  const viaRancher = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
-    const [rawClusterId = ''] = url.pathname.slice('/k8s/clusters/'.length).split('/');
-    const clusterId = decodeURIComponent(rawClusterId);
-    const who = await rancherIdentity(rancherAdmin, req.headers.authorization, clusterId);
-    const refused = await checkClusterAccess(rancherAdmin, who, clusterId);
-    if (refused) {
-      req.resume();
-      return writeNormanError(res, refused);
-    }
-    if (clusterId !== opts.clusterId) {
-      // A cluster Rancher knows but the sandbox has no downstream for.
-      req.resume();
-      return writeNormanError(res, {
-        code: 'ClusterUnavailable',
-        status: 503,
-        message: 'cluster not provisioned',
-      });
-    }
-    const rawTarget = (req.url ?? '/').slice(`/k8s/clusters/${rawClusterId}`.length) || '/';
-    forward(req, res, impersonating, watches, {
-      target: rawTarget.startsWith('/') ? rawTarget : `/${rawTarget}`,
-      watch: isWatchRequest(url),
-      rewriteHeaders: (headers) => {
-        for (const name of Object.keys(headers)) {
-          if (name === 'authorization' || name.startsWith('impersonate-')) delete headers[name];
-        }
-        Object.assign(headers, impersonationHeaders(who));
-      },
-      // Rancher's proxy error responder: 500 with the error's text.
-      onUnreachable: (err) => {
-        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
-        res.end(err.message);
-      },
+/** What the proxy talks to and keeps while it runs. */
+interface ProxyRoutes {
+  rancherAdmin: KubeClient;
+  /** The Harvester apiserver with the caller's own credential. */
+  direct: Upstream;
+  /** The Harvester apiserver as the proxy, impersonating the Rancher user. */
+  impersonating: Upstream;
+  watches: WatchRegistry;
+  clusterId: string;
+}
+
+/**
+ * The path a /k8s/clusters/<id>/... request asks of the downstream apiserver: what follows the
+ * cluster prefix of the raw request URL, always starting with a slash.
+ */
+function downstreamTarget(rawRequestUrl: string, rawClusterId: string): string {
+  const rawTarget = rawRequestUrl.slice(`/k8s/clusters/${rawClusterId}`.length) || '/';
+  return rawTarget.startsWith('/') ? rawTarget : `/${rawTarget}`;
+}
+
+/** Replaces the caller's credential and any impersonation it asked for with the Rancher user's. */
+function impersonateRancherUser(headers: http.OutgoingHttpHeaders, who: Identity): void {
+  for (const name of Object.keys(headers)) {
+    if (name === 'authorization' || name.startsWith('impersonate-')) delete headers[name];
+  }
+  Object.assign(headers, impersonationHeaders(who));
+}
+
+/** Rancher's /k8s/clusters/<clusterId> proxy: token check, access check, impersonating forward. */
+async function forwardViaRancher(
+  routes: ProxyRoutes,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+): Promise<void> {
+  const [rawClusterId = ''] = url.pathname.slice('/k8s/clusters/'.length).split('/');
+  const clusterId = decodeURIComponent(rawClusterId);
+  const who = await rancherIdentity(routes.rancherAdmin, req.headers.authorization, clusterId);
+  const refused = await checkClusterAccess(routes.rancherAdmin, who, clusterId);
+  if (refused) {
+    req.resume();
+    return writeNormanError(res, refused);
+  }
+  if (clusterId !== routes.clusterId) {
+    // A cluster Rancher knows but the sandbox has no downstream for.
+    req.resume();
+    return writeNormanError(res, {
+      code: 'ClusterUnavailable',
+      status: 503,
+      message: 'cluster not provisioned',
     });
-  };
+  }
+  forward(req, res, routes.impersonating, routes.watches, {
+    target: downstreamTarget(req.url ?? '/', rawClusterId),
+    watch: isWatchRequest(url),
+    rewriteHeaders: (headers) => impersonateRancherUser(headers, who),
+    // Rancher's proxy error responder: 500 with the error's text.
+    onUnreachable: (err) => {
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(err.message);
+    },
+  });
+}
 
-  const directly = (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
-    forward(req, res, direct, watches, {
-      target: req.url ?? '/',
-      watch: isWatchRequest(url),
-      // The apiserver is down: the client's connection breaks as if it had been talking to it.
-      onUnreachable: () => res.socket?.destroy(),
-    });
-    return Promise.resolve();
-  };
+/** Anything else: straight to the Harvester apiserver with the caller's own credential. */
+function forwardDirectly(
+  routes: ProxyRoutes,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+): Promise<void> {
+  forward(req, res, routes.direct, routes.watches, {
+    target: req.url ?? '/',
+    watch: isWatchRequest(url),
+    // The apiserver is down: the client's connection breaks as if it had been talking to it.
+    onUnreachable: () => res.socket?.destroy(),
+  });
+  return Promise.resolve();
+}
 
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+/** The proxy's request handler: faults first, then Rancher's proxy or the Harvester apiserver. */
+function handleRequests(
+  routes: ProxyRoutes,
+  faults: Faults,
+  logger: Logger,
+): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  return (req, res) => {
     const url = new URL(req.url ?? '/', 'https://front-proxy.invalid');
     faults.record(req.method ?? 'GET', url.pathname, isWatchRequest(url));
     if (faults.answer(req, res, url.pathname)) return;
     const handled = url.pathname.startsWith('/k8s/clusters/')
-      ? viaRancher(req, res, url)
-      : directly(req, res, url);
+      ? forwardViaRancher(routes, req, res, url)
+      : forwardDirectly(routes, req, res, url);
     handled.catch((err: unknown) => {
       const message = err instanceof Error ? err.message : String(err);
       logger.warn('front proxy request failed', { method: req.method, path: url.pathname, error: message });
@@ -151,8 +178,10 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontPro
       else writeApiserverStatus(res, internalError(message));
     });
   };
+}
 
-  const server = https.createServer({ cert: serving.certPem, key: serving.keyPem }, onRequest);
+/** Listens on a free loopback port; keeps the open sockets so stopping can cut them. */
+async function listenOnLoopback(server: https.Server): Promise<{ port: number; sockets: Set<net.Socket> }> {
   const sockets = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => {
     sockets.add(socket);
@@ -162,7 +191,39 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontPro
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
   });
-  const port = (server.address() as net.AddressInfo).port;
+  return { port: (server.address() as net.AddressInfo).port, sockets };
+}
+
+/** Starts the front proxy for the Harvester control plane and Rancher's cluster proxy in front of it. */
+export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontProxy> {
+  const logger = (opts.logger ?? silentLogger).child({ component: 'front-proxy' });
+  const certs = await issueProxyCerts(opts.harvester, opts.rancher);
+  const harvesterAdmin = proxyClient(opts.harvester, certs.harvester);
+  const rancherAdmin = proxyClient(opts.rancher, certs.rancher);
+  const origin = new URL(opts.harvester.server);
+  const routes: ProxyRoutes = {
+    rancherAdmin,
+    // The caller's own credential only: no client certificate, or a request without a token
+    // would reach the apiserver as the proxy instead of as system:anonymous.
+    direct: { origin, agent: new https.Agent({ keepAlive: true, ca: opts.harvester.caPem }) },
+    impersonating: {
+      origin,
+      agent: new https.Agent({
+        keepAlive: true,
+        ca: opts.harvester.caPem,
+        cert: certs.harvester.certPem,
+        key: certs.harvester.keyPem,
+      }),
+    },
+    watches: new WatchRegistry(),
+    clusterId: opts.clusterId,
+  };
+  const faults = new Faults(() => routes.watches.dropAll());
+  const server = https.createServer(
+    { cert: certs.serving.certPem, key: certs.serving.keyPem },
+    handleRequests(routes, faults, logger),
+  );
+  const { port, sockets } = await listenOnLoopback(server);
   const url = `https://127.0.0.1:${port}`;
   logger.info('front proxy listening', { url, harvester: opts.harvester.server, clusterId: opts.clusterId });
 
@@ -173,12 +234,12 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<FrontPro
     faults,
     stop: () =>
       (stopped ??= (async () => {
-        watches.dropAll();
+        routes.watches.dropAll();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         for (const socket of sockets) socket.destroy();
         await closed;
-        direct.agent.destroy();
-        impersonating.agent.destroy();
+        routes.direct.agent.destroy();
+        routes.impersonating.agent.destroy();
         harvesterAdmin.close();
         rancherAdmin.close();
       })()),

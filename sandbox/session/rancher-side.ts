@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ANNOTATION_REMOVE_ALL_PVCS } from '../../src/harvester/labels.js';
 import { isAlreadyExists } from '../../src/kube/errors.js';
+import type { KubeClient } from '../../src/kube/client.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import type { Logger } from '../../src/log/logger.js';
 import { redact } from '../../src/log/redact.js';
@@ -97,63 +98,55 @@ export interface RancherSide {
   stop(): Promise<void>;
 }
 
-export async function startRancherSide(
-  sandbox: Sandbox,
-  opts: { dir: string; retryDelayMs: number; logger: Logger },
-): Promise<RancherSide> {
-  const { rancher, harvester } = sandbox;
-  for (const name of [FLEET_NAMESPACE, SYSTEM_NAMESPACE]) {
+/** Creates the namespaces that are not there yet. */
+async function ensureNamespaces(admin: KubeClient, names: string[]): Promise<void> {
+  for (const name of names) {
     try {
-      await rancher.admin.create(Resources.namespace, {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name },
-      });
+      await admin.create(Resources.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
     }
   }
-  const root = path.join(opts.dir, 'rancher');
-  const logs = path.join(root, 'logs');
-  fs.mkdirSync(logs, { recursive: true, mode: 0o700 });
-  const controllerDir = path.join(opts.dir, 'controller');
-  fs.mkdirSync(controllerDir, { recursive: true, mode: 0o700 });
-  const controller = startControllerProcess({
-    dir: controllerDir,
-    rancherKubeconfig: sandbox.kubeconfigs.rancherLocal,
-    namespace: FLEET_NAMESPACE,
-    systemNamespace: SYSTEM_NAMESPACE,
-  });
-  // Built (or found in the cache) in the background: the first job waits for them.
-  // binaries.json says which, once they are there (`create-cluster` waits for it).
-  const binaries: Promise<JobBinaries> = jobBinaries((line) => opts.logger.info(`sandbox: ${line}`));
+}
+
+/**
+ * The jobs' binaries, built (or found in the cache) in the background: the first job waits for
+ * them. binaries.json says which, once they are there (`create-cluster` waits for it).
+ */
+function buildBinariesInBackground(dir: string, logger: Logger): Promise<JobBinaries> {
+  const binaries: Promise<JobBinaries> = jobBinaries((line) => logger.info(`sandbox: ${line}`));
   const announce = (what: JobBinaries | { error: string }): void => {
     try {
-      writePrivate(binariesFile(opts.dir), JSON.stringify(what));
+      writePrivate(binariesFile(dir), JSON.stringify(what));
     } catch {
       // stopped meanwhile: the state directory is gone
     }
   };
   binaries.then(announce, (err: unknown) => {
     const error = `create and rm jobs cannot run: ${err instanceof Error ? err.message : String(err)}`;
-    opts.logger.error(`sandbox: ${error}`);
+    logger.error(`sandbox: ${error}`);
     announce({ error });
   });
-  let jobsRef: ProvisionJobs | undefined;
-  const jobs = async (): Promise<ProvisionJobs> => {
-    const b = await binaries;
-    // One root for every job: the state Secret's tar holds the absolute path of the store,
-    // so every job of a machine runs in the same "pod" home.
-    jobsRef ??= new ProvisionJobs({
-      root: path.join(opts.dir, 'jobs'),
-      rancherMachine: b.rancherMachine,
-      pluginExecutable: b.plugin,
-      rancherKubeconfig: sandbox.kubeconfigs.rancherLocal,
-    });
-    return jobsRef;
-  };
+  return binaries;
+}
+
+/** What a job run's outcome is made of. */
+interface JobResult {
+  args: string[];
+  run: { output: string; code: number | null; durationMs: number };
+}
+
+/** Keeps every run of a job in jobs.jsonl (when it starts and when it ends) and its output in logs/. */
+function jobLedger(
+  dir: string,
+  logs: string,
+): {
+  append: (r: JobRecord) => void;
+  started: (kind: JobRecord['kind'], ctx: JobContext) => JobRecord;
+  finished: (record: JobRecord, result: JobResult, ok: boolean) => void;
+} {
   const append = (r: JobRecord): void =>
-    fs.appendFileSync(jobsFile(opts.dir), JSON.stringify(r) + '\n', { mode: 0o600 });
+    fs.appendFileSync(jobsFile(dir), JSON.stringify(r) + '\n', { mode: 0o600 });
   const started = (kind: JobRecord['kind'], ctx: JobContext): JobRecord => {
     const machine = ctx.harvesterMachine.metadata.name;
     const token = tokenNameOf(ctx.env.HARVESTER_KUBECONFIG_CONTENT);
@@ -169,11 +162,7 @@ export async function startRancherSide(
       log: path.join(logs, `${machine}.${kind}-${ctx.attempt}.log`),
     };
   };
-  const finished = (
-    record: JobRecord,
-    result: { args: string[]; run: { output: string; code: number | null; durationMs: number } },
-    ok: boolean,
-  ): void => {
+  const finished = (record: JobRecord, result: JobResult, ok: boolean): void => {
     fs.writeFileSync(record.log, redact(result.run.output), { mode: 0o600 });
     append({
       ...record,
@@ -184,6 +173,45 @@ export async function startRancherSide(
       durationMs: result.run.durationMs,
     });
   };
+  return { append, started, finished };
+}
+
+/**
+ * Starts Rancher's side: the cleanup controller as its own process and Rancher's stand-in,
+ * whose create and rm jobs run rancher-machine with our plugin, every run kept in the state directory.
+ */
+export async function startRancherSide(
+  sandbox: Sandbox,
+  opts: { dir: string; retryDelayMs: number; logger: Logger },
+): Promise<RancherSide> {
+  const { rancher, harvester } = sandbox;
+  await ensureNamespaces(rancher.admin, [FLEET_NAMESPACE, SYSTEM_NAMESPACE]);
+  const root = path.join(opts.dir, 'rancher');
+  const logs = path.join(root, 'logs');
+  fs.mkdirSync(logs, { recursive: true, mode: 0o700 });
+  const controllerDir = path.join(opts.dir, 'controller');
+  fs.mkdirSync(controllerDir, { recursive: true, mode: 0o700 });
+  const controller = startControllerProcess({
+    dir: controllerDir,
+    rancherKubeconfig: sandbox.kubeconfigs.rancherLocal,
+    namespace: FLEET_NAMESPACE,
+    systemNamespace: SYSTEM_NAMESPACE,
+  });
+  const binaries = buildBinariesInBackground(opts.dir, opts.logger);
+  let jobsRef: ProvisionJobs | undefined;
+  const jobs = async (): Promise<ProvisionJobs> => {
+    const b = await binaries;
+    // One root for every job: the state Secret's tar holds the absolute path of the store,
+    // so every job of a machine runs in the same "pod" home.
+    jobsRef ??= new ProvisionJobs({
+      root: path.join(opts.dir, 'jobs'),
+      rancherMachine: b.rancherMachine,
+      pluginExecutable: b.plugin,
+      rancherKubeconfig: sandbox.kubeconfigs.rancherLocal,
+    });
+    return jobsRef;
+  };
+  const { append, started, finished } = jobLedger(opts.dir, logs);
 
   // Rancher's create job: rancher-machine create with the pool's config; the guest node's
   // address is the VM's, as the node reports it.
