@@ -7,6 +7,7 @@
 // - harvesterViaRancher: the kubeconfig Rancher generates for the Harvester cluster
 //   (…/k8s/clusters/<clusterId>, Rancher token), also saved as a Harvester cloud credential;
 // - rancherLocal: admin of Rancher's local cluster (where the cleanup controller runs).
+import { keyText } from '../src/api/object-key.js';
 import type { VirtualMachineImage } from '../src/api/harvester.js';
 import type { KubeClient } from '../src/kube/client.js';
 import { Resources } from '../src/kube/resources.js';
@@ -168,7 +169,7 @@ async function untilSeedsUsable(admin: KubeClient, standIns: StandIns, ownHarves
       type: Resources.virtualMachineImage,
       namespace: SEED_NAMESPACE,
       name: SEED_IMAGE,
-      description: `Harvester's image controller to import ${SEED_NAMESPACE}/${SEED_IMAGE}`,
+      description: `Harvester's image controller to import ${keyText(SEED_NAMESPACE, SEED_IMAGE)}`,
       until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
       timeoutMs: 120_000,
     });
@@ -218,7 +219,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     await createRancherCluster(rancher.admin, { clusterId, displayName: clusterName });
 
     const standIns = await startStandIns(harvester.admin, {
-      networksWithoutDhcp: [`${SEED_NAMESPACE}/${SEED_STATIC_NETWORK}`],
+      networksWithoutDhcp: [keyText(SEED_NAMESPACE, SEED_STATIC_NETWORK)],
       ...opts.standIns,
       ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
       harvesterWebhook: harvesterPlane.webhookServing,

@@ -8,6 +8,7 @@
 // every Machine is Running. A pool may instead name its machines: stand-alone Machines, as a user
 // would create them (Cluster API adopts them into the Cluster). On Harvester, createMachineVm
 // makes a machine's VM as the driver builds it.
+import { keyText } from '../../src/api/object-key.js';
 import crypto from 'node:crypto';
 import type { OwnerReference } from '../../src/api/meta.js';
 import { newDriverConfig, type DriverConfig } from '../../src/driver/config/index.js';
@@ -216,7 +217,7 @@ async function notRunning(
     const state = hm ? `ready=${String(hm.status?.ready ?? false)} ${conditions.join(', ')}` : 'missing';
     return `${m.metadata.name}: ${m.status?.phase ?? 'no phase'}; HarvesterMachine ${state}`;
   };
-  return `guest cluster ${spec.namespace}/${spec.name}: its Machines were not all Running within ${timeoutMs / 1000} s (${live.map(describe).join('; ') || 'none yet'})`;
+  return `guest cluster ${keyText(spec.namespace, spec.name)}: its Machines were not all Running within ${timeoutMs / 1000} s (${live.map(describe).join('; ') || 'none yet'})`;
 }
 
 /**

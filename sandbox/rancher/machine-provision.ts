@@ -23,7 +23,7 @@ import {
   type KubeClient,
 } from '../../src/kube/index.js';
 import { Resources, type KubeObject, type ResourceType } from '../../src/kube/resources.js';
-import { formatKey, keyOf, parseKey } from '../../src/api/object-key.js';
+import { formatKey, keyOf, keyText, parseKey } from '../../src/api/object-key.js';
 import type { Logger } from '../../src/log/logger.js';
 import { rancherInstanceName } from '../../src/rancher/names.js';
 import { registerGuestNode } from './guest-node.js';
@@ -249,7 +249,7 @@ export class MachineProvision {
   private async recordFailure(hm: StandInHarvesterMachine, error: string): Promise<void> {
     const ns = hm.metadata.namespace ?? '';
     const name = hm.metadata.name;
-    const message = `failed deleting server [${ns}/${name}] of kind (HarvesterMachine) for machine ${hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME] ?? name} in infrastructure provider: DeleteError: ${error}`;
+    const message = `failed deleting server [${keyText(ns, name)}] of kind (HarvesterMachine) for machine ${hm.metadata.labels?.[LABEL_CAPI_MACHINE_NAME] ?? name} in infrastructure provider: DeleteError: ${error}`;
     if (hm.status?.failureMessage === message) return;
     await this.setConditions(
       formatKey(keyOf(hm)),

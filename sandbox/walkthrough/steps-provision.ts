@@ -3,6 +3,7 @@
 // from each pool's MachineDeployment, Rancher's create jobs run the real rancher-machine with our
 // plugin executable — and the guest clusters' workloads claim volumes through the Harvester CSI
 // driver.
+import { keyText } from '../../src/api/object-key.js';
 import { describeClusterApi } from '../capi/manager.js';
 import { GuestKubeconfigs } from '../rancher/guest-kubeconfigs.js';
 import type { CreatedVolume } from '../standins/csi/csi.js';
@@ -111,7 +112,7 @@ function tellProvisioned(
     all.push(...machines.map((machine) => ({ cluster: spec.name, machine })));
     say.say(
       'Rancher',
-      `provisioning Cluster ${FLEET_NS}/${spec.name} (pool1 × ${spec.quantity}${
+      `provisioning Cluster ${keyText(FLEET_NS, spec.name)} (pool1 × ${spec.quantity}${
         spec.machineConfig
           ? `, HarvesterConfig ${Object.entries(spec.machineConfig)
               .map(([k, v]) => `${k}: ${v}`)
@@ -210,5 +211,7 @@ export async function attachVolumes(
 }
 
 function describeClaim(v: CreatedVolume): string {
-  return v.guestClaim ? `${v.guestClaim.namespace}/${v.guestClaim.name} (guest PV ${v.guestPv ?? '?'})` : '';
+  return v.guestClaim
+    ? `${keyText(v.guestClaim.namespace, v.guestClaim.name)} (guest PV ${v.guestPv ?? '?'})`
+    : '';
 }

@@ -1,4 +1,5 @@
 // Steps 1 and 11: the sandbox comes up and says what runs, and at the end everything stops.
+import { keyText } from '../../src/api/object-key.js';
 import type { Narrator } from './narrator.js';
 import { HarvesterView } from './harvester-view.js';
 import type { Story } from './story.js';
@@ -45,7 +46,7 @@ export async function startTheSandbox(story: Story, ownHarvester: boolean): Prom
   );
   say.say(
     'Rancher',
-    `cloud credential ${sandbox.cloudCredential.namespace}/${sandbox.cloudCredential.name}: a generated kubeconfig with token ${sandbox.rancherToken.name}, expires ${sandbox.rancherToken.expiresAt?.toISOString() ?? 'never'}`,
+    `cloud credential ${keyText(sandbox.cloudCredential.namespace, sandbox.cloudCredential.name)}: a generated kubeconfig with token ${sandbox.rancherToken.name}, expires ${sandbox.rancherToken.expiresAt?.toISOString() ?? 'never'}`,
   );
   say.say('jobs', `rancher-machine ${world.binaries.rancherMachine}`);
   say.say('jobs', `plugin executable ${world.binaries.plugin}`);
