@@ -74,6 +74,13 @@ interface StartupSample {
   peakRss: number;
 }
 
+/**
+ * How long one launch may take to print its address before the bench gives up on it. A slow
+ * start on a loaded machine is a figure to report, not a failure: the tests' 10 s made the bench
+ * crash at random when other work held both cores.
+ */
+const FIRST_LINE_TIMEOUT_MS = 120_000;
+
 /** One launch as rancher-machine's create does its first plugin: GetVersion, GetCreateFlags, Close. */
 async function startupSample(
   command: string,
@@ -81,7 +88,7 @@ async function startupSample(
   extraEnv: Record<string, string> = {},
 ): Promise<StartupSample> {
   const env = { PATH: process.env.PATH ?? '', HOME: os.homedir(), ...PLUGIN_ENV, ...extraEnv };
-  const plugin = await startPlugin(command, args, env);
+  const plugin = await startPlugin(command, args, env, FIRST_LINE_TIMEOUT_MS);
   const pid = plugin.child.pid ?? 0;
   try {
     const rssAtFirstLine = memoryBytes(pid) ?? NaN;
