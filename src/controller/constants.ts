@@ -40,3 +40,11 @@ export const Reasons = {
   leaderElected: 'LeaderElected',
   hookRemoved: 'CleanupGateRemoved',
 } as const;
+
+/**
+ * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed
+ * PVs are small, so a guest at the bound stays small beside the controller's heap; the bound is
+ * far past what a Harvester cluster serves one guest (and it is a flag), while a relist at the
+ * bound is a few dozen list pages.
+ */
+export const DEFAULT_GUEST_MAX_VOLUMES = 2_000;

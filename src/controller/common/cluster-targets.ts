@@ -16,9 +16,8 @@ import {
   usableCandidates,
   type CredentialCandidate,
 } from './credential-choice.js';
-import type { FailureReason } from '../gate/gate-decision.js';
 import type { HarvesterClients } from '../../harvester-access/clients.js';
-import { describeFailure } from '../gate/machine-cleanup.js';
+import { describeFailure, type FailureReason } from './failure.js';
 
 export interface ClusterTarget {
   vmNamespace: string;

@@ -2,6 +2,7 @@
 // does not delete the HarvesterMachine (and so Rancher does not run the driver's removal)
 // while the hook is there. These two pure functions say when to add it, when to do the
 // cleanup, and when to let go.
+import type { FailureReason } from '../common/failure.js';
 import { formatDuration } from '../../common/durations.js';
 import type { DeletionScope } from './deletion-scope.js';
 
@@ -66,14 +67,7 @@ export type CleanupOutcome =
   | { kind: 'vm-gone'; looked: string }
   | { kind: 'failed'; reason: FailureReason; message: string };
 
-export type FailureReason =
-  | 'HarvesterCredentialRejected'
-  | 'HarvesterCredentialMissing'
-  /** The credential's kubeconfig cannot be used at all (not YAML, no current context, ...). */
-  | 'HarvesterCredentialInvalid'
-  | 'HarvesterUnreachable'
-  | 'HarvesterVMAmbiguous'
-  | 'HarvesterError';
+export type { FailureReason } from '../common/failure.js';
 
 export type AfterCleanup =
   | { action: 'release'; reason: string; warning: boolean }

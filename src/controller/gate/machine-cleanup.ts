@@ -6,10 +6,9 @@
 import { objectKey, type ObjectKey } from '../../api/object-key.js';
 import { UNSEEN_CREDENTIAL_HINT } from '../constants.js';
 import { formatDuration } from '../../common/durations.js';
-import { isCredentialRejected, KubeError } from '../../kube/index.js';
-import { KubeconfigError } from '../../kube/kubeconfig-content.js';
+import { isCredentialRejected } from '../../kube/index.js';
 import { redact } from '../../log/redact.js';
-import { expiryFromAnnotation, harvesterClusterId } from '../../rancher/cloud-credential.js';
+import { harvesterClusterId } from '../../rancher/cloud-credential.js';
 import type { Cache } from '../common/caches.js';
 import {
   credentialCandidates,
@@ -17,7 +16,10 @@ import {
   formatSecretRef,
   usableCandidates,
 } from '../common/credential-choice.js';
-import type { CleanupOutcome, FailureReason } from './gate-decision.js';
+import type { CleanupOutcome } from './gate-decision.js';
+import { describeFailure, type FailureReason } from '../common/failure.js';
+
+export { describeFailure };
 import type { HarvesterClients } from '../../harvester-access/clients.js';
 import { annotateMachineVm } from './machine-vm-annotation.js';
 import type { CapiMachine, HarvesterMachine, ProvisioningCluster, SecretObject } from '../common/types.js';
@@ -120,42 +122,5 @@ export async function cleanUpMachineVm(deps: CleanupDeps, input: CleanupInput): 
     kind: 'failed',
     reason: (rejected ?? failures[0])?.reason ?? 'HarvesterError',
     message: failures.map((f) => f.message).join('; '),
-  };
-}
-
-/** A failure a person can act on: which credential, whose token, since when, what to do. */
-export function describeFailure(
-  err: unknown,
-  label: string,
-  secret: SecretObject | undefined,
-  now: number,
-): { reason: FailureReason; message: string } {
-  if (err instanceof KubeconfigError)
-    return {
-      reason: 'HarvesterCredentialInvalid',
-      message: `${label} cannot be used: its ${err.message}. Fix the kubeconfig in Rancher (Cluster Management > Cloud Credentials > Edit), or point the cluster or pool at another credential`,
-    };
-  if (!(err instanceof KubeError))
-    return {
-      reason: 'HarvesterError',
-      message: `${label}: ${err instanceof Error ? err.message : String(err)}`,
-    };
-  if (err.kind === 'CredentialRejected') {
-    const expiry = secret ? expiryFromAnnotation(secret) : undefined;
-    const who = err.extra.credential?.identity ? `, ${err.extra.credential.identity}` : '';
-    const when = expiry
-      ? expiry.getTime() <= now
-        ? `, expired at ${expiry.toISOString()}`
-        : `, recorded expiry ${expiry.toISOString()}`
-      : '';
-    return {
-      reason: 'HarvesterCredentialRejected',
-      message: `Harvester rejected ${label}${who}${when}: ${err.message}. Renew it in Rancher (Cluster Management > Cloud Credentials > Renew)`,
-    };
-  }
-  const reachable = !['Unreachable', 'Timeout', 'ServerError', 'TooManyRequests'].includes(err.kind);
-  return {
-    reason: reachable ? 'HarvesterError' : 'HarvesterUnreachable',
-    message: `${label}: ${err.message}`,
   };
 }

@@ -1,4 +1,5 @@
 import { KeyMap, formatKey, keyText, sameKey, type ObjectKey } from '../../api/object-key.js';
+import { DEFAULT_GUEST_MAX_VOLUMES } from '../constants.js';
 import type { PersistentVolume } from '../../api/core.js';
 import {
   harvesterVolumes,
@@ -107,13 +108,7 @@ export interface GuestWatchesDeps {
 
 const DEFAULT_BACKOFF = { initialMs: 5_000, maxMs: 300_000 };
 
-/**
- * The default of `--guest-max-volumes`: PVs of the Harvester CSI driver kept per guest. Slimmed
- * PVs are small, so a guest at the bound stays small beside the controller's heap; the bound is
- * far past what a Harvester cluster serves one guest (and it is a flag), while a relist at the
- * bound is a few dozen pages of GUEST_PAGE_SIZE.
- */
-export const DEFAULT_GUEST_MAX_VOLUMES = 2_000;
+export { DEFAULT_GUEST_MAX_VOLUMES };
 /** PVs per list page from a guest: a page of real PVs is well below the answer cap. */
 export const GUEST_PAGE_SIZE = 100;
 /**

@@ -5,7 +5,7 @@ import { ConfigError } from '../../common/config-error.js';
 import { DurationError, parseDuration as parseGoDuration } from '../../common/durations.js';
 import { CLOUD_CREDENTIAL_NAMESPACE } from '../../rancher/cloud-credential.js';
 import { DEFAULT_HOOK_NAME } from '../constants.js';
-import { DEFAULT_GUEST_MAX_VOLUMES } from '../guest-volumes/guest-watches.js';
+import { DEFAULT_GUEST_MAX_VOLUMES } from '../constants.js';
 import { labelSelectorProblem, secretFieldSelectorProblem } from './selectors.js';
 /** When the controller reads guest clusters' volumes: always (a watch), only at a cluster's deletion, or never. */
 export type GuestVolumesMode = 'watch' | 'at-deletion' | 'off';
