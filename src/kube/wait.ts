@@ -31,6 +31,8 @@ export interface WaitSpec<T extends KubeObject> {
   from?: T;
   /** Pacing of re-opened watches (see watch-backoff.ts); the defaults suit production. */
   backoff?: Partial<WatchBackoffPolicy>;
+  /** Ends the wait early: its watch stops and the wait rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export class WaitTimeoutError extends KubeError {
@@ -78,6 +80,7 @@ export async function waitFor<T extends KubeObject>(
   }
 
   for (;;) {
+    spec.signal?.throwIfAborted();
     const remaining = deadline - now();
     if (remaining <= 0) throw new WaitTimeoutError(spec.description, lastState, spec.timeoutMs);
     let pauseMs: number;
@@ -109,7 +112,7 @@ export async function waitFor<T extends KubeObject>(
       resourceVersion = undefined;
       pauseMs = backoff.failed();
     }
-    await pause(Math.min(pauseMs, deadline - now()));
+    await pause(Math.min(pauseMs, deadline - now()), spec.signal);
   }
 }
 
@@ -153,8 +156,12 @@ function watchUntil<T extends KubeObject>(
       },
     );
     const timer = setTimeout(() => watch.stop(), Math.max(0, remainingMs));
+    const stop = (): void => watch.stop();
+    spec.signal?.addEventListener('abort', stop, { once: true });
+    if (spec.signal?.aborted) stop();
     const end = (error?: Error): void => {
       clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', stop);
       const round: WatchRound = { satisfied, ranMs: performance.now() - started, events };
       resolve(error === undefined || satisfied ? round : { ...round, error });
     };

@@ -126,6 +126,18 @@ describe('waitFor', () => {
     assert.deepEqual(progress, ['resourceVersion 10']);
   });
 
+  it('ends at once when its signal aborts, its watch stopped, long before its deadline', async () => {
+    scripted(secretList('10', [secret('s', '10')]), []);
+    const abort = new AbortController();
+    const started = performance.now();
+    const waiting = waitFor(kube.client, spec({ timeoutMs: 60_000, signal: abort.signal }));
+    setTimeout(() => abort.abort(new Error('stopped by its owner')), 200);
+    await assert.rejects(waiting, /stopped by its owner/);
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 5_000, `ended after ${elapsed} ms`);
+    assert.equal(kube.server.watches().length, 1, 'one watch, not re-opened after the abort');
+  });
+
   it('measures its deadline on the clock it is given', async () => {
     scripted(secretList('10', []), []);
     let clock = 1_000_000;
