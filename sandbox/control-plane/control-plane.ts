@@ -19,6 +19,7 @@ import { buildKubeconfig } from './kubeconfig.js';
 import { createCa, createServiceAccountKeys, issueCert, type IssuedCert, type Pki } from './pki.js';
 import { canConnect, freePort } from './ports.js';
 import { onExitCleanup, startProcess, type ManagedProcess } from './processes.js';
+import { apiserverProxyEnvironment, type ServiceProxy } from './service-proxy.js';
 
 export class ControlPlaneError extends Error {}
 
@@ -40,6 +41,11 @@ export interface ControlPlaneOptions {
    * a Foreground deletion of a kind installed later stalls until then.
    */
   beforeControllerManager?: (admin: KubeClient, pki: Pki) => Promise<void>;
+  /**
+   * kube-apiserver calls webhook Services through this proxy (its HTTPS_PROXY), which plays the
+   * cluster's DNS and kube-proxy (service-proxy.ts). Without it a webhook Service leads nowhere.
+   */
+  serviceProxy?: ServiceProxy;
 }
 
 export interface ControlPlane {
@@ -144,7 +150,14 @@ async function startComponent(
  * that stopping the control plane stops it too.
  */
 function apiserverLifecycle(
-  apiserver: { binary: string; args: string[]; dir: string; admin: KubeClient; readyTimeoutMs: number },
+  apiserver: {
+    binary: string;
+    args: string[];
+    env: NodeJS.ProcessEnv;
+    dir: string;
+    admin: KubeClient;
+    readyTimeoutMs: number;
+  },
   processes: ManagedProcess[],
 ): { startApiserver: () => Promise<void>; stopApiserver: () => Promise<void> } {
   let running: ManagedProcess | undefined;
@@ -155,6 +168,7 @@ function apiserverLifecycle(
         apiserver.binary,
         apiserver.args,
         path.join(apiserver.dir, 'kube-apiserver.log'),
+        apiserver.env,
       );
       processes.push(running);
       await waitReady(apiserver.admin, running, apiserver.readyTimeoutMs);
@@ -199,21 +213,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       requestTimeoutMs: 10_000,
       retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
     });
-    const apiserverArgs = apiserverFlags({
-      name,
-      dir,
-      server,
-      bindAddress,
-      port: apiPort,
-      etcdUrl: etcd.url,
-      servingCert: certs.serving,
-      clientCaFile: pki.caCert,
-      serviceAccount: certs.serviceAccount,
-      requestheaderCaFile: certs.frontProxyPki.caCert,
-      aggregatorCert: certs.aggregator,
+    const args = apiserverFlags({
+      ...{ name, dir, server, bindAddress, port: apiPort, etcdUrl: etcd.url },
+      ...{ servingCert: certs.serving, clientCaFile: pki.caCert, serviceAccount: certs.serviceAccount },
+      ...{ requestheaderCaFile: certs.frontProxyPki.caCert, aggregatorCert: certs.aggregator },
     });
+    const env = apiserverProxyEnvironment(process.env, options.serviceProxy);
     const { startApiserver, stopApiserver } = apiserverLifecycle(
-      { binary: bins.kubeApiserver, args: apiserverArgs, dir, admin, readyTimeoutMs },
+      { binary: bins.kubeApiserver, args, env, dir, admin, readyTimeoutMs },
       processes,
     );
     await startApiserver();

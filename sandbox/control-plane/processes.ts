@@ -59,12 +59,19 @@ export function onExitCleanup(cleanup: () => void): () => void {
   return () => cleanups.delete(cleanup);
 }
 
-export function startProcess(name: string, command: string, args: string[], logPath: string): ManagedProcess {
+/** Starts `command` with its output in `logPath`, in `env` (default: this process's environment). */
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  logPath: string,
+  env: NodeJS.ProcessEnv = process.env,
+): ManagedProcess {
   installHandlers();
   const log = fs.openSync(logPath, 'a', 0o600);
   const child = spawn(command, args, {
     stdio: ['ignore', log, log],
-    env: { ...process.env, GOMAXPROCS: '2' },
+    env: { ...env, GOMAXPROCS: '2' },
   });
   fs.closeSync(log);
   const exited = new Promise<number | string>((resolve) => {
