@@ -6,6 +6,7 @@
 // (sandbox/standins) are started on top by the caller.
 import type { KubeClient } from '../src/kube/client.js';
 import { startControlPlane, type ControlPlane } from './control-plane/control-plane.js';
+import { startServiceProxy } from './control-plane/service-proxy.js';
 import { issueCert } from './control-plane/pki.js';
 import { installCrds } from './crds/install.js';
 import type { WebhookServing } from './standins/index.js';
@@ -47,10 +48,14 @@ export async function startHarvester(opts: HarvesterOptions = {}): Promise<Harve
   const kubevirt = opts.kubevirt === false ? undefined : await KubeVirt.prepare();
   const components = opts.ownHarvester ? await HarvesterComponents.prepare() : undefined;
   const without = [...(kubevirt ? [OWN_KUBEVIRT_GROUP] : []), ...(components ? [OWN_HARVESTER_GROUP] : [])];
+  // kube-apiserver reaches Harvester's webhook Service through it, as through kube-proxy.
+  const serviceProxy = components ? await startServiceProxy() : undefined;
+  if (components && serviceProxy) components.routeWebhook(serviceProxy);
   // CRDs go in before kube-controller-manager starts, so its garbage collector knows them.
   const cp = await startControlPlane({
     name: opts.name ?? 'harvester',
     scheduler: kubevirt !== undefined,
+    ...(serviceProxy ? { serviceProxy } : {}),
     beforeControllerManager: async (admin) => {
       await Promise.all([
         installCrds(admin, 'harvester', 30_000, { without }),
@@ -58,10 +63,15 @@ export async function startHarvester(opts: HarvesterOptions = {}): Promise<Harve
         components?.installCrds(admin),
       ]);
     },
+  }).catch(async (err: unknown) => {
+    await serviceProxy?.stop();
+    throw err;
   });
   try {
-    await kubevirt?.start(cp);
-    await components?.start(cp);
+    // Side by side: Harvester's webhook registers itself about 15 s after its CA exists
+    // (docs/upstream/harvester-own.md), KubeVirt's components start meanwhile.
+    const started = await Promise.allSettled([kubevirt?.start(cp), components?.start(cp)]);
+    for (const s of started) if (s.status === 'rejected') throw s.reason;
     const virtHandlerClient = await kubevirt?.virtHandlerClient(cp);
     // After KubeVirt's: openssl keeps the CA's serial number in one file.
     const webhookCert = await issueCert(
@@ -80,12 +90,14 @@ export async function startHarvester(opts: HarvesterOptions = {}): Promise<Harve
         await components?.stop(cp.admin);
         await kubevirt?.stop(cp.admin);
         await cp.stop();
+        await serviceProxy?.stop();
       },
     };
   } catch (err) {
     await components?.stop(cp.admin);
     await kubevirt?.stop(cp.admin);
     await cp.stop();
+    await serviceProxy?.stop();
     throw err;
   }
 }

@@ -8,6 +8,8 @@ import { HARVESTER_VERSION } from './version.js';
 
 export interface HarvesterBuild {
   version: string;
+  /** The build's cache directory (keyed by Harvester's and Go's versions). */
+  dir: string;
   harvester: string;
   webhook: string;
   /** The module's deploy/charts/harvester-crd/templates (Harvester's own CRDs). */
@@ -38,6 +40,7 @@ export function ensureHarvesterBuild(): HarvesterBuild {
   const dir = line?.split(' ')[1] ?? '';
   const build: HarvesterBuild = {
     version: HARVESTER_VERSION,
+    dir,
     harvester: path.join(dir, 'bin', 'harvester'),
     webhook: path.join(dir, 'bin', 'webhook'),
     crdDir: path.join(dir, 'charts', 'harvester-crd', 'templates'),

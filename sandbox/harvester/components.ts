@@ -11,10 +11,10 @@
 //   controllers need, `harvester` creates itself at start (pkg/data/crd.go).
 // - The webhook makes its own CA and serving certificate (Secrets harvester-webhook-ca and
 //   harvester-webhook-tls) and registers `harvester-validator` and `harvester-mutator` itself,
-//   naming the Service harvester-webhook on port 443. No pod network here: the Service is an
-//   ExternalName for 127.0.0.1 (kube-apiserver's resolver takes its host as is, with the port the
-//   configuration names), and the sandbox points each registered webhook's port at the one the
-//   webhook listens on (127.0.0.1, see build-harvester.sh), again whenever Harvester rewrites it.
+//   naming the chart's Service harvester-webhook on port 443; its configurations are left as it
+//   writes them. No pod network here: kube-apiserver reaches that Service through the sandbox's
+//   service proxy (control-plane/service-proxy.ts), which tunnels harvester-webhook.harvester-system.svc:443
+//   to the webhook's port on 127.0.0.1 (see build-harvester.sh), as kube-proxy would to the pod.
 // - `harvester` opens no HTTP(S) port (its steve API is not what the driver talks to: ports 0);
 //   both profilers on 127.0.0.1. `--hci-mode` as an ISO installation runs it (its upgrade controllers).
 import fsp from 'node:fs/promises';
@@ -22,17 +22,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { KubeClient } from '../../src/kube/client.js';
-import { isNotFound } from '../../src/kube/errors.js';
 import { Resources, clusterResourceType, resourceType, type KubeObject } from '../../src/kube/resources.js';
-import { WaitTimeoutError, waitFor } from '../../src/kube/wait.js';
+import { waitFor } from '../../src/kube/wait.js';
 import type { ControlPlane } from '../control-plane/control-plane.js';
 import { buildKubeconfig } from '../control-plane/kubeconfig.js';
 import { serviceAccountToken } from '../control-plane/service-account-token.js';
 import { freePort } from '../control-plane/ports.js';
+import { serviceAddress, type ServiceProxy } from '../control-plane/service-proxy.js';
 import { startProcess, type ManagedProcess } from '../control-plane/processes.js';
 import { createOrReplace, installEstablished } from '../crds/install.js';
 import { installKubeVirtCr } from '../kubevirt/kubevirt-cr.js';
 import { ensureHarvesterBuild, type HarvesterBuild } from './binaries.js';
+import {
+  crdsHarvesterCreated,
+  loadStartedState,
+  restorable,
+  saveStartedState,
+  type StartedState,
+} from './started-state.js';
 import {
   HARVESTER_NAMESPACE,
   HARVESTER_SERVICE_ACCOUNT,
@@ -79,6 +86,9 @@ export interface WebhookConfiguration extends KubeObject {
     rules?: Array<{ operations: string[]; apiGroups: string[]; apiVersions: string[]; resources: string[] }>;
   }>;
 }
+
+/** The chart's webhook Service and port, as the webhook names them in its configurations. */
+const WEBHOOK_SERVICE_PORT = { namespace: HARVESTER_NAMESPACE, name: WEBHOOK_SERVICE, port: 443 };
 
 /** The user name both processes act as (RBAC subjects and the webhook's controller-user). */
 export const HARVESTER_USER = `system:serviceaccount:${HARVESTER_NAMESPACE}:${HARVESTER_SERVICE_ACCOUNT}`;
@@ -224,9 +234,8 @@ export async function loadHarvesterCrds(build: HarvesterBuild): Promise<KubeObje
  */
 export class HarvesterComponents {
   private processes: ManagedProcess[] = [];
-  private repoint: AbortController | undefined;
-  private repointDone: Promise<void> | undefined;
-  private client: KubeClient | undefined;
+  private proxy: ServiceProxy | undefined;
+  private kubeconfigPath: string | undefined;
   /** Set by start(). */
   startTimes: StartTimes | undefined;
 
@@ -234,11 +243,15 @@ export class HarvesterComponents {
     readonly build: HarvesterBuild,
     readonly crds: KubeObject[],
     readonly webhookPort: number,
+    /** What an earlier start on this machine left (started-state.ts), restored before this one. */
+    readonly restored: StartedState | undefined,
   ) {}
 
   static async prepare(): Promise<HarvesterComponents> {
     const build = ensureHarvesterBuild();
-    return new HarvesterComponents(build, await loadHarvesterCrds(build), await freePort());
+    const state = await loadStartedState(build.dir, build.version);
+    const crds = [...(await loadHarvesterCrds(build)), ...(state?.crds ?? [])];
+    return new HarvesterComponents(build, crds, await freePort(), state);
   }
 
   /** For ControlPlaneOptions.beforeControllerManager. */
@@ -264,6 +277,17 @@ export class HarvesterComponents {
     return out;
   }
 
+  /** Where kube-apiserver's service proxy sends the chart's webhook Service (443 -> the webhook's port). */
+  routeWebhook(proxy: ServiceProxy): void {
+    proxy.route(WEBHOOK_SERVICE_PORT, this.webhookPort);
+    this.proxy = proxy;
+  }
+
+  /** How many connections kube-apiserver opened to the webhook's Service so far (tests). */
+  webhookTunnels(): number {
+    return this.proxy?.opened.get(serviceAddress(WEBHOOK_SERVICE_PORT)) ?? 0;
+  }
+
   async start(cp: ControlPlane, opts: { readyTimeoutMs?: number } = {}): Promise<void> {
     if (this.processes.length > 0) return;
     const started = Date.now();
@@ -274,6 +298,7 @@ export class HarvesterComponents {
     // VM without it); KubeVirt's components here read theirs in `kubevirt` (sandbox/kubevirt): a
     // second copy, which Harvester's kubevirt controller may change without KubeVirt seeing it.
     await installKubeVirtCr(cp.admin, HARVESTER_NAMESPACE);
+    if (this.restored) await restoreWebhookState(cp.admin, this.restored);
 
     // What a pod of the chart has mounted, its service account's token and the cluster's CA, as
     // files: the webhook reads both files its REST config names (pkg/webhook/server/validation.go,
@@ -296,7 +321,7 @@ export class HarvesterComponents {
       buildKubeconfig({ name: cp.name, server: cp.server, caPem: cp.caPem, caFile, user: { tokenFile } }),
       { mode: 0o600 },
     );
-    this.client = KubeClient.fromKubeconfig(cp.adminKubeconfig, { requestTimeoutMs: 10_000 });
+    this.kubeconfigPath = kubeconfig;
     const [webhookProfile, harvesterProfile] = [await freePort(), await freePort()];
     const webhook = startProcess(
       'harvester-webhook',
@@ -329,8 +354,10 @@ export class HarvesterComponents {
       const failed = firstExit([webhook, harvester]);
       await Promise.race([
         failed,
-        Promise.all(
-          [VALIDATING_CONFIG, MUTATING_CONFIG].map((name, i) =>
+        Promise.all([
+          // Its controllers (the Secret one among them) start once its caches have synced.
+          untilLogged(webhook, WEBHOOK_CACHES_SYNCED, readyTimeoutMs),
+          ...[VALIDATING_CONFIG, MUTATING_CONFIG].map((name, i) =>
             waitFor<WebhookConfiguration>(cp.admin, {
               type: i === 0 ? WebhookConfigurations.validating : WebhookConfigurations.mutating,
               name,
@@ -339,12 +366,9 @@ export class HarvesterComponents {
               timeoutMs: readyTimeoutMs,
             }),
           ),
-        ),
+        ]),
       ]);
-      await pointWebhooksAt(cp.admin, this.webhookPort);
       const webhookReadyMs = Date.now() - started;
-      this.repoint = new AbortController();
-      this.repointDone = keepPointing(this.client, this.webhookPort, this.repoint.signal);
       await Promise.race([
         failed,
         waitFor<KubeObject & { spec?: { holderIdentity?: string } }>(cp.admin, {
@@ -357,6 +381,7 @@ export class HarvesterComponents {
         }),
       ]);
       this.startTimes = { webhookReadyMs, harvesterLeadingMs: Date.now() - started };
+      if (!this.restored) await keepStartedState(cp.admin, this.build);
     } catch (err) {
       const tails = this.tail(20);
       await this.stop(cp.admin);
@@ -364,12 +389,18 @@ export class HarvesterComponents {
     }
   }
 
+  /** A client acting as both processes do (the chart's service account); the caller closes it. */
+  async asHarvester(): Promise<KubeClient> {
+    if (!this.kubeconfigPath) throw new HarvesterComponentsError('Harvester is not started');
+    // Ours, naming the token and CA files as a pod's mounted service account does.
+    return KubeClient.fromKubeconfig(await fsp.readFile(this.kubeconfigPath, 'utf8'), {
+      requestTimeoutMs: 10_000,
+      trust: 'operator',
+    });
+  }
+
   /** Stops both processes (SIGKILL), then removes the webhook configurations they registered. */
   async stop(admin?: KubeClient): Promise<void> {
-    this.repoint?.abort();
-    await this.repointDone?.catch(() => undefined);
-    this.client?.close();
-    this.client = undefined;
     const processes = this.processes.splice(0);
     if (processes.length === 0) return;
     await Promise.all(processes.map((p) => p.stop(0)));
@@ -443,67 +474,62 @@ async function installChartObjects(admin: KubeClient): Promise<void> {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { namespace: HARVESTER_NAMESPACE, name: WEBHOOK_SERVICE },
-    spec: { type: 'ExternalName', externalName: '127.0.0.1' },
+    spec: { ports: [{ name: 'https', port: 443, targetPort: 9443, protocol: 'TCP' }] },
   } as KubeObject);
 }
 
-function namesOurService(w: NonNullable<WebhookConfiguration['webhooks']>[number]): boolean {
-  const s = w.clientConfig.service;
-  return s?.namespace === HARVESTER_NAMESPACE && s.name === WEBHOOK_SERVICE;
-}
+/** The webhook's log line once its caches have synced and its Secret controller runs (pkg/webhook/server/server.go). */
+const WEBHOOK_CACHES_SYNCED = 'Sleeping for 15 seconds then applying webhook config';
 
-/** True when every webhook naming harvester-webhook names `port`. */
-export function pointsAt(config: WebhookConfiguration | undefined, port: number): boolean {
-  return (config?.webhooks ?? []).every((w) => !namesOurService(w) || w.clientConfig.service?.port === port);
-}
-
-/** Sets the port of every webhook that names harvester-webhook (an update pinned to the version read). */
-async function pointWebhooksAt(admin: KubeClient, port: number): Promise<void> {
-  for (const [type, name] of [
-    [WebhookConfigurations.validating, VALIDATING_CONFIG],
-    [WebhookConfigurations.mutating, MUTATING_CONFIG],
-  ] as const) {
-    for (let attempt = 0; ; attempt++) {
-      const config = await admin.get<WebhookConfiguration>(type, { name });
-      if (pointsAt(config, port)) break;
-      for (const w of config.webhooks ?? [])
-        if (namesOurService(w) && w.clientConfig.service) w.clientConfig.service.port = port;
-      try {
-        await admin.update(type, config);
-        break;
-      } catch (err) {
-        if (attempt >= 5) throw err;
-      }
-    }
+/** Resolves once the process's log holds `line`; rejects at the deadline with its tail. */
+async function untilLogged(proc: ManagedProcess, line: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await fsp.readFile(proc.logPath, 'utf8').catch(() => '');
+    if (text.includes(line)) return;
+    if (Date.now() > deadline)
+      throw new HarvesterComponentsError(
+        `${proc.name} did not log "${line}" within ${timeoutMs} ms; log ${proc.logPath}:\n${proc.tail(20)}`,
+      );
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
-/** Harvester re-applies its configurations (port 443) when its CA Secret changes: point them back. */
-async function keepPointing(client: KubeClient, port: number, signal: AbortSignal): Promise<void> {
-  while (!signal.aborted) {
-    try {
-      await Promise.race([
-        new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })),
-        Promise.any(
-          [
-            [WebhookConfigurations.validating, VALIDATING_CONFIG],
-            [WebhookConfigurations.mutating, MUTATING_CONFIG],
-          ].map(([type, name]) =>
-            waitFor<WebhookConfiguration>(client, {
-              type: type as typeof WebhookConfigurations.validating,
-              name: name as string,
-              description: `${name as string} to name a port other than ${port}`,
-              until: (c) => c !== undefined && !pointsAt(c, port),
-              timeoutMs: 60_000,
-            }),
-          ),
-        ),
-      ]);
-      if (!signal.aborted) await pointWebhooksAt(client, port);
-    } catch (err) {
-      const timedOut =
-        err instanceof AggregateError && err.errors.every((e) => e instanceof WaitTimeoutError);
-      if (!timedOut && !isNotFound(err) && !signal.aborted) await new Promise((r) => setTimeout(r, 1_000));
-    }
+/** The webhook's certificates and configurations from an earlier start, as it left them. */
+async function restoreWebhookState(admin: KubeClient, state: StartedState): Promise<void> {
+  for (const secret of state.secrets) await createOrReplace(admin, Resources.secret, secret);
+  await createOrReplace(admin, WebhookConfigurations.validating, state.validating);
+  await createOrReplace(admin, WebhookConfigurations.mutating, state.mutating);
+}
+
+/** Keeps what this first start made for the next sandbox (best effort: a failure only costs time). */
+async function keepStartedState(admin: KubeClient, build: HarvesterBuild): Promise<void> {
+  try {
+    const crds = await admin.list<KubeObject>(
+      clusterResourceType(
+        'apiextensions.k8s.io',
+        'v1',
+        'customresourcedefinitions',
+        'CustomResourceDefinition',
+      ),
+    );
+    const secrets = await Promise.all(
+      ['harvester-webhook-ca', 'harvester-webhook-tls'].map((name) =>
+        admin.get<KubeObject>(Resources.secret, { namespace: HARVESTER_NAMESPACE, name }),
+      ),
+    );
+    const validating = await admin.get<KubeObject>(WebhookConfigurations.validating, {
+      name: VALIDATING_CONFIG,
+    });
+    const mutating = await admin.get<KubeObject>(WebhookConfigurations.mutating, { name: MUTATING_CONFIG });
+    await saveStartedState(build.dir, {
+      version: build.version,
+      crds: crdsHarvesterCreated(crds.items),
+      secrets: secrets.map(restorable),
+      validating: restorable(validating),
+      mutating: restorable(mutating),
+    });
+  } catch {
+    // The next sandbox starts as this one did.
   }
 }
