@@ -19,6 +19,7 @@ import { startControlPlane, type ControlPlane } from './control-plane/control-pl
 import { OWN_CAPI_GROUP, installCrds } from './crds/install.js';
 import { startHarvester, type HarvesterControlPlane } from './harvester.js';
 import type { HarvesterComponents } from './harvester/components.js';
+import { HarvesterFaults } from './harvester/faults.js';
 import type { KubeVirt } from './kubevirt/kubevirt.js';
 import { startFrontProxy, type FrontProxy } from './proxy/front-proxy.js';
 import { startImageServer, type ImageServer } from './image-server.js';
@@ -65,11 +66,6 @@ export interface SandboxOptions {
    * plane, with the node stand-in (default true). Off: no VM ever runs (files that make none).
    */
   kubevirt?: boolean;
-  /**
-   * Runs Harvester v1.8.0's own `webhook` and `harvester` (sandbox/harvester) in place of the
-   * stand-ins they replace (default false).
-   */
-  ownHarvester?: boolean;
   logger?: Logger;
 }
 
@@ -79,8 +75,10 @@ export interface Sandbox {
   standIns: StandIns;
   /** KubeVirt's running components (undefined with SandboxOptions.kubevirt false). */
   kubevirt: KubeVirt | undefined;
-  /** With SandboxOptions.ownHarvester: Harvester's own running processes. */
-  harvesterComponents: HarvesterComponents | undefined;
+  /** Harvester v1.8.0's own running `webhook` and `harvester` (sandbox/harvester). */
+  harvesterComponents: HarvesterComponents;
+  /** Faults injected into Harvester's own controllers (refused writes, sandbox/harvester/faults.ts). */
+  faults: HarvesterFaults;
   /** With SandboxOptions.clusterApi: the running manager. */
   clusterApi: ClusterApi | undefined;
   /** The image download site on 127.0.0.1 the seeded image's URL names. */
@@ -135,7 +133,7 @@ async function startControlPlanes(
     startHarvester({
       name: 'harvester',
       kubevirt: opts.kubevirt !== false,
-      ownHarvester: opts.ownHarvester === true,
+      ownHarvester: true,
     }).then((h) => (stops.push(() => h.stop()), h)),
     startControlPlane({
       name: 'rancher',
@@ -159,20 +157,24 @@ async function startControlPlanes(
 }
 
 /**
- * The image is usable once imported and the key pair once validated (stand-ins' work, or with
- * ownHarvester Harvester's own, which the stand-ins' idleness does not cover).
+ * The image is usable once Harvester's own image controller imported it (the stand-ins' idleness
+ * does not cover Harvester's work).
  */
-async function untilSeedsUsable(admin: KubeClient, standIns: StandIns, ownHarvester: boolean): Promise<void> {
+async function untilSeedsUsable(admin: KubeClient, standIns: StandIns): Promise<void> {
   await standIns.idle();
-  if (ownHarvester)
-    await waitFor<VirtualMachineImage>(admin, {
-      type: Resources.virtualMachineImage,
-      namespace: SEED_NAMESPACE,
-      name: SEED_IMAGE,
-      description: `Harvester's image controller to import ${keyText(SEED_NAMESPACE, SEED_IMAGE)}`,
-      until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
-      timeoutMs: 120_000,
-    });
+  await waitFor<VirtualMachineImage>(admin, {
+    type: Resources.virtualMachineImage,
+    namespace: SEED_NAMESPACE,
+    name: SEED_IMAGE,
+    description: `Harvester's image controller to import ${keyText(SEED_NAMESPACE, SEED_IMAGE)}`,
+    until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
+    timeoutMs: 120_000,
+  });
+}
+
+function ownComponents(plane: HarvesterControlPlane): HarvesterComponents {
+  if (!plane.components) throw new Error("the sandbox's Harvester runs no Harvester processes");
+  return plane.components;
 }
 
 /** Stops what was started, last first; a failure to stop one is logged and the rest still stop. */
@@ -223,7 +225,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       ...opts.standIns,
       ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
       harvesterWebhook: harvesterPlane.webhookServing,
-      ownHarvester: opts.ownHarvester === true,
+      ownHarvester: true,
       logger,
     });
     stops.push(() => standIns.stop());
@@ -248,7 +250,10 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     });
     const rancherToken = await credentials.newRancherToken({ ttlMs: opts.rancherTokenTtlMs ?? 30 * DAY });
     await credentials.saveCloudCredential(rancherToken);
-    await untilSeedsUsable(harvester.admin, standIns, opts.ownHarvester === true);
+    await untilSeedsUsable(harvester.admin, standIns);
+    const components = ownComponents(harvesterPlane);
+    const asHarvester = await components.asHarvester();
+    stops.push(() => Promise.resolve(asHarvester.close()));
     logger.info('sandbox: up', { proxy: proxy.url, clusterId, seconds: (Date.now() - started) / 1000 });
 
     return {
@@ -256,7 +261,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       rancher,
       standIns,
       kubevirt: harvesterPlane.kubevirt,
-      harvesterComponents: harvesterPlane.components,
+      harvesterComponents: components,
+      faults: new HarvesterFaults(harvester.admin, asHarvester),
       clusterApi,
       imageServer,
       proxy,

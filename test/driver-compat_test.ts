@@ -313,7 +313,7 @@ describe('stuck removal', () => {
       flags: { 'harvester-remove-timeout': 3 },
     });
     await m.driver.create();
-    sandbox.standIns.faults.holdRemoval(ns, name);
+    await sandbox.faults.holdRemoval(ns, name);
     try {
       const err = await m.driver.remove().then(
         () => undefined,
@@ -329,7 +329,7 @@ describe('stuck removal', () => {
         /held by finalizers? (.*, )?wrangler\.cattle\.io\/VMController\.CleanupPVCAndSnapshot \(Harvester's VM controller has not finished deleting its volumes/,
       );
     } finally {
-      sandbox.standIns.faults.releaseRemoval(ns, name);
+      await sandbox.faults.releaseRemoval(ns, name);
     }
     // Rancher reruns the rm job; the garbage collector's backoff can take a few seconds more.
     m.driver.config.HarvesterMachine.RemoveTimeoutSeconds = 60;

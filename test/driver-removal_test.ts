@@ -270,7 +270,7 @@ describe('removal on a Harvester whose VM controller does not clean up', () => {
       'clustere-pool1-1f2e3-eeee1',
     );
     // An older Harvester: no cleanup finalizer on the VM and nobody deleting its PVCs.
-    sandbox.standIns.faults.forgetVm(ns, a.name);
+    await sandbox.faults.forgetVm(ns, a.name);
     // KubeVirt's stand-in may update the VM meanwhile: retry the optimistic write.
     for (let attempt = 1; ; attempt++) {
       const vm = await admin.get<KubeObject>(Resources.virtualMachine, { namespace: ns, name: a.name });

@@ -24,7 +24,7 @@ import { useSandbox } from './support/sandbox-fixture.js';
 import { newMachine, tempStore } from './support/machines.js';
 import { vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
 
-const fixture = useSandbox({ ownHarvester: true });
+const fixture = useSandbox();
 const store = tempStore();
 const ns = 'default';
 
@@ -82,7 +82,7 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
         namespace: HARVESTER_NAMESPACE,
         name: 'harvester-webhook',
         path: name.startsWith('validator') ? '/v1/webhook/validation' : '/v1/webhook/mutation',
-        port: components.webhookPort,
+        port: 443,
       });
       // The CA Harvester's webhook made for itself, not the sandbox's.
       assert.equal(Buffer.from(w?.clientConfig.caBundle ?? '', 'base64').toString('utf8'), caPem);
@@ -98,6 +98,8 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
     // The process on that port serves the certificate Harvester issued for its Service's name.
     const cert = await connectTls(components.webhookPort, 'harvester-webhook.harvester-system.svc', caPem);
     assert.match(cert.subjectAltName ?? '', /DNS:harvester-webhook\.harvester-system\.svc/);
+    // kube-apiserver called it through the Service, as on a cluster (the sandbox's seeds passed it).
+    assert.ok(components.webhookTunnels() > 0, 'kube-apiserver opened connections to harvester-webhook:443');
   });
 
   it("its image controller imports the seeded image from 127.0.0.1 through Longhorn's BackingImage (the stand-in's status), and removes both with the image", async () => {

@@ -1,10 +1,9 @@
 // The main job (`npm run walkthrough`, after scripts/setup.sh): the sandbox walkthrough,
 // sandbox/walkthrough/walkthrough.ts. Exits 0 when every check passed, 1 when one failed,
-// 130/143 when interrupted; everything it started is stopped in every case. `--stand-ins` runs it
-// on the stand-ins that play Harvester's webhook and controllers instead of Harvester's own.
+// 130/143 when interrupted; everything it started is stopped in every case.
 import { runWalkthrough } from '../walkthrough/walkthrough.js';
 
-const run = runWalkthrough(undefined, { ownHarvester: !process.argv.slice(2).includes('--stand-ins') });
+const run = runWalkthrough();
 let exiting = false;
 for (const [signal, code] of [
   ['SIGINT', 130],

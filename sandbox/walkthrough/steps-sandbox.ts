@@ -5,33 +5,31 @@ import { HarvesterView } from './harvester-view.js';
 import type { Story } from './story.js';
 import type { World } from './world.js';
 
-/** The walkthrough's opening lines: what runs, Harvester's own code or its stand-ins. */
-export function introduce(say: Narrator, ownHarvester: boolean): void {
+/** The walkthrough's opening lines: what runs. */
+export function introduce(say: Narrator): void {
   say.line('harvester-machine walkthrough: the Harvester node driver as Rancher drives it, on the sandbox');
   say.line(
     "(real kube-apiservers for Harvester and for Rancher's local cluster, the real Cluster API controller-manager;",
   );
   say.line(
-    ownHarvester
-      ? " Harvester v1.8.0's own webhook and controllers; stand-ins for Longhorn, Harvester's add-ons and Rancher's"
-      : " stand-ins for Harvester's and Rancher's own controllers; the real rancher-machine CLI driving our",
+    " Harvester v1.8.0's own webhook and controllers; stand-ins for Longhorn, Harvester's add-ons and Rancher's",
   );
-  if (ownHarvester) say.line(' own controllers; the real rancher-machine CLI driving our');
+  say.line(' own controllers; the real rancher-machine CLI driving our');
   say.line(' single-executable plugin; our cleanup controller as its own process)');
 }
 
 /** Starts the sandbox and tells what it runs: Harvester's side, Rancher's side, the jobs' binaries. */
-export async function startTheSandbox(story: Story, ownHarvester: boolean): Promise<void> {
+export async function startTheSandbox(story: Story): Promise<void> {
   const { world, say } = story;
-  await world.startSandbox((line) => say.say('build', line), ownHarvester);
+  await world.startSandbox((line) => say.say('build', line));
   const { sandbox } = world;
   story.view = new HarvesterView(sandbox.harvester.admin, sandbox.seeds.namespace);
   say.say(
     'Harvester',
-    `kube-apiserver ${sandbox.harvester.server} + KubeVirt ${sandbox.kubevirt?.version ?? '(not run)'} (virt-api, virt-controller) + ${sandbox.harvesterComponents ? `Harvester ${sandbox.harvesterComponents.build.version}'s own webhook and controllers + stand-ins (KubeVirt's node, Harvester's add-ons, Longhorn, CSI)` : "stand-ins (KubeVirt's node, Harvester, Longhorn, CSI)"}; image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
+    `kube-apiserver ${sandbox.harvester.server} + KubeVirt ${sandbox.kubevirt?.version ?? '(not run)'} (virt-api, virt-controller) + Harvester ${sandbox.harvesterComponents.build.version}'s own webhook and controllers + stand-ins (KubeVirt's node, Harvester's add-ons, Longhorn, CSI); image ${sandbox.seeds.image}, network ${sandbox.seeds.network}`,
   );
   const own = sandbox.harvesterComponents;
-  if (own?.startTimes) {
+  if (own.startTimes) {
     const rss = Object.entries(own.rssKb())
       .map(([name, kb]) => `${name} ${Math.round(kb / 1024)} MiB`)
       .join(', ');

@@ -36,19 +36,11 @@ export interface WalkthroughRun {
   interrupt(signal: string): Promise<void>;
 }
 
-export interface WalkthroughOptions {
-  /**
-   * Harvester v1.8.0's own webhook and controllers serve the sandbox (default true); false: the
-   * stand-ins that play them (docs/decisions/0023-harvester-in-the-sandbox.md).
-   */
-  ownHarvester?: boolean;
-}
-
 /** Starts the sandbox and tells both stories on it, each step timed and checked. */
-async function tellStories(story: Story, ownHarvester: boolean): Promise<void> {
+async function tellStories(story: Story): Promise<void> {
   const { world, say } = story;
-  introduce(say, ownHarvester);
-  await say.step('Start the sandbox', () => startTheSandbox(story, ownHarvester));
+  introduce(say);
+  await say.step('Start the sandbox', () => startTheSandbox(story));
   await say.step("Start Rancher's side: its stand-in beside Cluster API, and our cleanup controller", () =>
     startRancherSide(story, RM_RETRY_DELAY_MS),
   );
@@ -95,11 +87,7 @@ async function tellStories(story: Story, ownHarvester: boolean): Promise<void> {
 }
 
 /** Runs the walkthrough, writing its lines to `write`; everything is stopped at the end or on interrupt. */
-export function runWalkthrough(
-  write?: (line: string) => void,
-  opts: WalkthroughOptions = {},
-): WalkthroughRun {
-  const ownHarvester = opts.ownHarvester !== false;
+export function runWalkthrough(write?: (line: string) => void): WalkthroughRun {
   const say = new Narrator(STEPS, write);
   const world = new World();
   const story = new Story(world, say);
@@ -108,7 +96,7 @@ export function runWalkthrough(
   const done = (async (): Promise<number> => {
     let ok = true;
     try {
-      await tellStories(story, ownHarvester);
+      await tellStories(story);
     } catch {
       // The step printed what failed; everything is still stopped below.
       ok = false;

@@ -101,13 +101,13 @@ export class World {
   }
 
   /**
-   * The sandbox and the two binaries (built on first use, then cached), at once; with
-   * `ownHarvester`, Harvester v1.8.0's own webhook and controllers serve it (docs/decisions/0023).
+   * The sandbox (Harvester v1.8.0's own webhook and controllers serve it, docs/decisions/0023)
+   * and the two binaries (built on first use, then cached), at once.
    */
-  async startSandbox(note: (line: string) => void, ownHarvester = true): Promise<void> {
+  async startSandbox(note: (line: string) => void): Promise<void> {
     // Both settle before either failure is reported, so a sandbox that did start is stopped.
     const [started, built] = await Promise.allSettled([
-      startSandbox({ clusterApi: { namespace: FLEET_NS }, ownHarvester }).then((s) => (this.sandboxRef = s)),
+      startSandbox({ clusterApi: { namespace: FLEET_NS } }).then((s) => (this.sandboxRef = s)),
       jobBinaries(note),
     ]);
     if (started.status === 'rejected') throw started.reason;

@@ -146,14 +146,14 @@ describe('kube-apiserver restarted during a remove', () => {
     await withBystander();
     const name = 'rs-remove-pool1-c3d4e-x1';
     const { saved, boot, workload } = await machineWithWorkload(name, 'rs-r', 180);
-    sandbox.standIns.faults.holdRemoval(ns, name);
+    await sandbox.faults.holdRemoval(ns, name);
     const m = watchedMachine({ name, kubeconfig: '', storePath: store, savedConfig: saved });
     const removal = failureOf(m.driver.remove());
     try {
       await m.progressWhere((e) => /held by finalizer/.test(e.state));
       await sandbox.harvester.restartApiserver();
     } finally {
-      sandbox.standIns.faults.releaseRemoval(ns, name);
+      await sandbox.faults.releaseRemoval(ns, name);
     }
     assert.equal(await removal, undefined, 'the removal finished after the restart');
     m.driver.close();
