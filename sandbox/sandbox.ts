@@ -61,11 +61,6 @@ export interface SandboxOptions {
    * of the sandbox's reduced ones. Off by default (true: the default version, all namespaces).
    */
   clusterApi?: boolean | ClusterApiOptions;
-  /**
-   * Runs KubeVirt's own virt-api and virt-controller (and kube-scheduler) on Harvester's control
-   * plane, with the node stand-in (default true). Off: no VM ever runs (files that make none).
-   */
-  kubevirt?: boolean;
   logger?: Logger;
 }
 
@@ -73,8 +68,8 @@ export interface Sandbox {
   harvester: ControlPlane;
   rancher: ControlPlane;
   standIns: StandIns;
-  /** KubeVirt's running components (undefined with SandboxOptions.kubevirt false). */
-  kubevirt: KubeVirt | undefined;
+  /** KubeVirt's own running virt-api and virt-controller. */
+  kubevirt: KubeVirt;
   /** Harvester v1.8.0's own running `webhook` and `harvester` (sandbox/harvester). */
   harvesterComponents: HarvesterComponents;
   /** Faults injected into Harvester's own controllers (refused writes, sandbox/harvester/faults.ts). */
@@ -130,11 +125,7 @@ async function startControlPlanes(
   stops: Stops,
 ): Promise<{ harvesterPlane: HarvesterControlPlane; rancher: ControlPlane }> {
   const [harvesterStart, rancherStart] = await Promise.allSettled([
-    startHarvester({
-      name: 'harvester',
-      kubevirt: opts.kubevirt !== false,
-      ownHarvester: true,
-    }).then((h) => (stops.push(() => h.stop()), h)),
+    startHarvester({ name: 'harvester' }).then((h) => (stops.push(() => h.stop()), h)),
     startControlPlane({
       name: 'rancher',
       beforeControllerManager: async (admin, pki) => {
@@ -170,11 +161,6 @@ async function untilSeedsUsable(admin: KubeClient, standIns: StandIns): Promise<
     until: (i) => (i?.status?.conditions ?? []).some((c) => c.type === 'Imported' && c.status === 'True'),
     timeoutMs: 120_000,
   });
-}
-
-function ownComponents(plane: HarvesterControlPlane): HarvesterComponents {
-  if (!plane.components) throw new Error("the sandbox's Harvester runs no Harvester processes");
-  return plane.components;
 }
 
 /** Stops what was started, last first; a failure to stop one is logged and the rest still stop. */
@@ -223,13 +209,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const standIns = await startStandIns(harvester.admin, {
       networksWithoutDhcp: [keyText(SEED_NAMESPACE, SEED_STATIC_NETWORK)],
       ...opts.standIns,
-      ...(harvesterPlane.virtHandlerClient ? { virtHandlerClient: harvesterPlane.virtHandlerClient } : {}),
-      harvesterWebhook: harvesterPlane.webhookServing,
-      ownHarvester: true,
+      virtHandlerClient: harvesterPlane.virtHandlerClient,
+      longhornWebhook: harvesterPlane.webhookServing,
       logger,
     });
     stops.push(() => standIns.stop());
-    // Seeded once the stand-ins run: with ownHarvester, Harvester's image controller creates the
+    // Seeded once the stand-ins run: Harvester's image controller creates the
     // image's BackingImage at once, which only passes Longhorn's mutator (a stand-in).
     await seedHarvester(harvester.admin, ssh.publicKey, imageServer.seedImageUrl);
     const proxy = await startFrontProxy({ harvester, rancher, clusterId, logger });
@@ -251,7 +236,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     const rancherToken = await credentials.newRancherToken({ ttlMs: opts.rancherTokenTtlMs ?? 30 * DAY });
     await credentials.saveCloudCredential(rancherToken);
     await untilSeedsUsable(harvester.admin, standIns);
-    const components = ownComponents(harvesterPlane);
+    const components = harvesterPlane.components;
     const asHarvester = await components.asHarvester();
     stops.push(() => Promise.resolve(asHarvester.close()));
     logger.info('sandbox: up', { proxy: proxy.url, clusterId, seconds: (Date.now() - started) / 1000 });

@@ -14,7 +14,7 @@ import { eventuallyValue } from './support/eventually.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { CliRunner, kubeconfigFile, tempDir } from './cli-harness.js';
 
-const fixture = useSandbox({ kubevirt: false }); // checks access only: no VM runs
+const fixture = useSandbox();
 const dir = tempDir('hm-cli-doctor-');
 const cli = new CliRunner(path.join(dir, 'store'));
 

@@ -235,7 +235,7 @@ export async function loadHarvesterCrds(build: HarvesterBuild): Promise<KubeObje
 export class HarvesterComponents {
   private processes: ManagedProcess[] = [];
   private proxy: ServiceProxy | undefined;
-  private kubeconfigPath: string | undefined;
+  private identity: { cp: ControlPlane; tokenFile: string } | undefined;
   /** Set by start(). */
   startTimes: StartTimes | undefined;
 
@@ -321,7 +321,7 @@ export class HarvesterComponents {
       buildKubeconfig({ name: cp.name, server: cp.server, caPem: cp.caPem, caFile, user: { tokenFile } }),
       { mode: 0o600 },
     );
-    this.kubeconfigPath = kubeconfig;
+    this.identity = { cp, tokenFile };
     const [webhookProfile, harvesterProfile] = [await freePort(), await freePort()];
     const webhook = startProcess(
       'harvester-webhook',
@@ -391,12 +391,13 @@ export class HarvesterComponents {
 
   /** A client acting as both processes do (the chart's service account); the caller closes it. */
   async asHarvester(): Promise<KubeClient> {
-    if (!this.kubeconfigPath) throw new HarvesterComponentsError('Harvester is not started');
-    // Ours, naming the token and CA files as a pod's mounted service account does.
-    return KubeClient.fromKubeconfig(await fsp.readFile(this.kubeconfigPath, 'utf8'), {
-      requestTimeoutMs: 10_000,
-      trust: 'operator',
-    });
+    if (!this.identity) throw new HarvesterComponentsError('Harvester is not started');
+    const { cp, tokenFile } = this.identity;
+    const token = (await fsp.readFile(tokenFile, 'utf8')).trim();
+    return KubeClient.fromKubeconfig(
+      buildKubeconfig({ name: cp.name, server: cp.server, caPem: cp.caPem, user: { token } }),
+      { requestTimeoutMs: 10_000 },
+    );
   }
 
   /** Stops both processes (SIGKILL), then removes the webhook configurations they registered. */

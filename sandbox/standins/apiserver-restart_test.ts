@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Resources } from '../../src/kube/resources.js';
 import { createNamespace } from '../control-plane/access.js';
+import { sandboxSshKey } from '../sandbox-seeds.js';
 import { ExtraResources } from './names.js';
 import { driverVm, gone, useHarvester, waitUntil } from './testing.js';
 import type { KeyPair, Pod, VirtualMachine, VirtualMachineInstance } from './types.js';
@@ -41,7 +42,7 @@ describe('stand-ins across an apiserver restart', () => {
       apiVersion: 'harvesterhci.io/v1beta1',
       kind: 'KeyPair',
       metadata: { name: 'kp', namespace: ns },
-      spec: { publicKey: 'garbage' },
+      spec: { publicKey: sandboxSshKey().publicKey },
     });
     await client.patch(
       Resources.virtualMachine,
@@ -73,8 +74,8 @@ describe('stand-ins across an apiserver restart', () => {
       client,
       Resources.keyPair,
       { namespace: ns, name: 'kp' },
-      'KeyPair judged',
-      (k) => k?.status?.conditions?.some((c) => c.type === 'validated' && c.status === 'False') ?? false,
+      "KeyPair validated by Harvester's own controller",
+      (k) => k?.status?.conditions?.some((c) => c.type === 'validated' && c.status === 'True') ?? false,
     );
     await waitUntil<VirtualMachine>(
       client,

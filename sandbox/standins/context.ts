@@ -1,6 +1,5 @@
 // What the stand-in controllers share: the client they write with, the manager they declare
-// their caches and controllers on, the behaviour knobs tests turn at runtime, and the injected faults.
-import { formatKey, objectKey, type ObjectKey } from '../../src/api/object-key.js';
+// their caches and controllers on, the behaviour knobs tests turn at runtime.
 import type { KubeClient } from '../../src/kube/client.js';
 import type { Manager } from '../../src/kube/manager.js';
 import type { Logger } from '../../src/log/logger.js';
@@ -35,44 +34,12 @@ export interface Behaviour {
   networksWithoutDhcp: readonly string[];
 }
 
-/** Faults decided out of band: nothing about them is ever written to an object. */
-export class Faults {
-  private readonly heldRemovals = new Set<string>();
-
-  constructor(private readonly onRelease: (key: ObjectKey) => void) {}
-
-  holdRemoval(namespace: string, vmName: string): void {
-    this.heldRemovals.add(formatKey(objectKey(namespace, vmName)));
-  }
-
-  releaseRemoval(namespace: string, vmName: string): void {
-    const key = objectKey(namespace, vmName);
-    if (this.heldRemovals.delete(formatKey(key))) this.onRelease(key);
-  }
-
-  isRemovalHeld(key: ObjectKey): boolean {
-    return this.heldRemovals.has(formatKey(key));
-  }
-
-  private readonly forgotten = new Set<string>();
-
-  /** Harvester's VM controller ignores this VM from now on, as an older Harvester without it would. */
-  forgetVm(namespace: string, vmName: string): void {
-    this.forgotten.add(formatKey(objectKey(namespace, vmName)));
-  }
-
-  isForgotten(key: ObjectKey): boolean {
-    return this.forgotten.has(formatKey(key));
-  }
-}
-
 export interface StandInContext {
   client: KubeClient;
   logger: Logger;
   /** Every stand-in's caches and controllers, on one lifecycle. */
   manager: Manager;
   behaviour: Behaviour;
-  faults: Faults;
   /** KubeVirt's own virt-api and virt-controller run (sandbox/kubevirt): the node stand-in plays its node. */
   kubevirt: boolean;
 }

@@ -55,26 +55,24 @@ export interface HarvesterFixture extends StandInsFixture {
 }
 
 /**
- * Harvester's control plane with KubeVirt's own virt-api and virt-controller (unless
- * `kubevirt: false`) and the stand-ins, once for the tests of the enclosing file or suite.
+ * Harvester's control plane with Harvester's own webhook and controllers, KubeVirt's own virt-api
+ * and virt-controller, and the stand-ins, once for the tests of the enclosing file or suite.
  */
-export function useHarvester(
-  options: StandInOptions & { name?: string; kubevirt?: boolean } = {},
-): HarvesterFixture {
+export function useHarvester(options: StandInOptions & { name?: string } = {}): HarvesterFixture {
   let harvester: HarvesterControlPlane | undefined;
   let standIns: StandIns | undefined;
   let client: KubeClient | undefined;
-  const { name, kubevirt, ...standInOptions } = options;
+  const { name, ...standInOptions } = options;
   before(async () => {
-    harvester = await startHarvester({ name: name ?? 'harvester', kubevirt: kubevirt !== false });
+    harvester = await startHarvester({ name: name ?? 'harvester' });
     client = KubeClient.fromKubeconfig(harvester.cp.adminKubeconfig, { requestTimeoutMs: 10_000 });
     await seedNetworks(client);
     const logger = process.env.STANDINS_LOG ? createLogger({ level: 'debug', format: 'json' }) : undefined;
     standIns = await startStandIns(client, {
       delays: FAST,
       ...(logger ? { logger } : {}),
-      ...(harvester.virtHandlerClient ? { virtHandlerClient: harvester.virtHandlerClient } : {}),
-      harvesterWebhook: harvester.webhookServing,
+      virtHandlerClient: harvester.virtHandlerClient,
+      longhornWebhook: harvester.webhookServing,
       ...standInOptions,
     });
   });

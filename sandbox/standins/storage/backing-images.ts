@@ -1,5 +1,5 @@
-// Longhorn's backing images, as far as Harvester's own image controller observes them (run with
-// ownHarvester: Harvester v1.8.0's `harvester` makes the BackingImage and the image's StorageClass
+// Longhorn's backing images, as far as Harvester's own image controller observes them:
+// Harvester v1.8.0's `harvester` makes the BackingImage and the image's StorageClass
 // itself, then follows the BackingImage's status). Longhorn's engine and its backing-image
 // manager and data-source pods cannot run here; this plays what they report on the object
 // (longhorn-manager v1.10.0, the version Harvester v1.8.0's go.mod names:
