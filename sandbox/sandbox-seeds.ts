@@ -1,6 +1,7 @@
 // What a fresh Harvester has that the driver relies on, and who may use it: the objects a
-// machine pool points at (an image, a VLAN network, a key pair, the server-version
-// setting, storage classes) and the least-privilege roles the driver's credential needs.
+// machine pool points at (an image, a VLAN network, a key pair, storage classes) and the
+// least-privilege roles the driver's credential needs. Harvester's own `harvester` writes its
+// settings (server-version among them) itself at start.
 import crypto from 'node:crypto';
 import type { KubeClient } from '../src/kube/client.js';
 import { isAlreadyExists } from '../src/kube/errors.js';
@@ -18,7 +19,6 @@ export const SEED_STATIC_SUBNET = {
   dns: '192.168.100.1',
 } as const;
 export const SEED_KEYPAIR = 'sandbox-key';
-export const SERVER_VERSION = 'v1.8.0';
 /** Namespaced rules, bound per namespace the driver works in. */
 export const DRIVER_ROLE = 'harvester-machine-driver';
 /** Cluster-scoped reads, bound cluster-wide. */
@@ -196,13 +196,6 @@ export async function seedHarvester(admin: KubeClient, publicKey: string, imageU
     reclaimPolicy: 'Delete',
     volumeBindingMode: 'Immediate',
     parameters: { numberOfReplicas: '3', staleReplicaTimeout: '30', migratable: 'true' },
-  } as KubeObject);
-  await createIfAbsent(admin, Resources.setting, {
-    apiVersion: 'harvesterhci.io/v1beta1',
-    kind: 'Setting',
-    metadata: { name: 'server-version' },
-    value: SERVER_VERSION,
-    default: SERVER_VERSION,
   } as KubeObject);
   await createIfAbsent(admin, Resources.virtualMachineImage, {
     apiVersion: 'harvesterhci.io/v1beta1',

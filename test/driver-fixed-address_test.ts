@@ -172,7 +172,15 @@ describe('fixed addresses (--harvester-ip-pool-info)', () => {
       apiVersion: 'kubevirt.io/v1',
       kind: 'VirtualMachine',
       metadata: { name, namespace: ns },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      // What Harvester's webhooks require of any VM: a CPU and a memory size.
+      spec: {
+        runStrategy: 'Halted',
+        template: {
+          spec: {
+            domain: { cpu: { cores: 1 }, devices: {}, resources: { limits: { cpu: '1', memory: '1Gi' } } },
+          },
+        },
+      },
     } as KubeObject);
     const m = machine(name, { 'harvester-ip-pool-info': pool('192.168.100.40-192.168.100.41') });
     await assert.rejects(m.driver.create(), /already exists/);

@@ -35,6 +35,9 @@ import { newMachine, tempStore } from './support/machines.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { vmPvcNames, waitPvcGone } from './support/volumes.js';
 
+interface NodeSelectorTerm {
+  matchExpressions?: Array<{ key: string }>;
+}
 const fixture = useSandbox();
 const store = tempStore();
 const ns = 'default';
@@ -146,10 +149,19 @@ describe('host devices (--harvester-host-device-info)', () => {
     assert.deepEqual(vm.spec.template.spec.domain.devices.hostDevices, [
       { name: 'hostdevice-1', deviceName: T4 },
     ]);
-    assert.equal(
-      vm.spec.template.spec.affinity?.nodeAffinity,
-      undefined,
-      'no node affinity: the scheduler places by resource',
+    // No node pinned for the device: the scheduler places by resource. The only required terms
+    // are the ones Harvester's VM mutator adds for the VM's networks.
+    const affinity = vm.spec.template.spec.affinity?.nodeAffinity as
+      | { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } }
+      | undefined;
+    const required = affinity?.requiredDuringSchedulingIgnoredDuringExecution;
+    const affinityKeys = (required?.nodeSelectorTerms ?? []).flatMap((t) =>
+      (t.matchExpressions ?? []).map((e) => e.key),
+    );
+    assert.deepEqual(
+      affinityKeys.filter((k) => !k.startsWith('network.harvesterhci.io/')),
+      [],
+      "no node affinity but the networks' (the scheduler places by resource)",
     );
     await eventually('Harvester to record the device given to the VM', async () => {
       const now = await admin.get<Vm>(Resources.virtualMachine, {
@@ -320,7 +332,15 @@ describe('host devices (--harvester-host-device-info)', () => {
         metadata: { name: 'gate-probe', namespace: ns },
         spec: {
           runStrategy: 'Halted',
-          template: { spec: { domain: { devices: { hostDevices: [{ name: 'h', deviceName: T4 }] } } } },
+          template: {
+            spec: {
+              domain: {
+                cpu: { cores: 1 },
+                devices: { hostDevices: [{ name: 'h', deviceName: T4 }] },
+                resources: { limits: { cpu: '1', memory: '1Gi' } },
+              },
+            },
+          },
         },
       };
       await eventually('virt-api to read the changed feature gates', () =>

@@ -156,7 +156,8 @@ describe('removal beside other guest clusters (ADR 0018)', () => {
         runStrategy: 'Halted',
         template: {
           spec: {
-            domain: { devices: {} },
+            // A CPU and a memory size: Harvester's webhooks refuse a VM without them.
+            domain: { cpu: { cores: 1 }, devices: {}, resources: { limits: { cpu: '1', memory: '1Gi' } } },
             volumes: [{ name: 'disk-0', persistentVolumeClaim: { claimName: claim } }],
           },
         },
@@ -173,6 +174,14 @@ describe('removal beside other guest clusters (ADR 0018)', () => {
         halted(`other${i}-pool1-1a2b3-oooo${i}`, `other${i}`, pvc),
       );
     }
+    // Harvester's VM validator lets a second VM use a claim only when it is ReadWriteMany and not
+    // Longhorn's (v1.8.0 CheckBlockRWXVolumeForVM, which reads the provisioner from this
+    // annotation first): the disk is one of another CSI driver's, as an NFS class's would be.
+    await admin.patch(
+      Resources.pvc,
+      { namespace: ns, name: boot },
+      { metadata: { annotations: { 'volume.kubernetes.io/storage-provisioner': 'nfs.csi.k8s.io' } } },
+    );
     // Made the moment before the removal: the removal may plan from a watch cache that has
     // not seen it yet, but checks its record against the VMs not older than it.
     await admin.create(Resources.virtualMachine, halted('clusters-rescue', 'clusters', boot));

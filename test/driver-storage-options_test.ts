@@ -51,6 +51,11 @@ async function virtApiRefusal(base: Vm, name: string, alter: (vm: Vm) => void): 
   const vm = structuredClone(base);
   vm.metadata = { name, namespace: ns, labels: base.metadata.labels ?? {} };
   delete (vm as { status?: unknown }).status;
+  // Claims and MACs of its own: Harvester's validator refuses a VM naming another VM's claim
+  // or MAC address before virt-api answers.
+  for (const v of vm.spec.template.spec.volumes ?? [])
+    if (v.persistentVolumeClaim) v.persistentVolumeClaim.claimName = `${name}-${v.name}`;
+  for (const i of vm.spec.template.spec.domain.devices.interfaces ?? []) delete i.macAddress;
   alter(vm);
   const err = await fixture.sandbox.harvester.admin.create<Vm>(Resources.virtualMachine, vm).then(
     () => undefined,

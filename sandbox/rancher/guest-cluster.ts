@@ -19,6 +19,7 @@ import { isConflict } from '../../src/kube/errors.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { machineDeploymentName, rancherInstanceName } from '../../src/rancher/names.js';
 import { SandboxResources } from '../capi/resources.js';
+import { SEED_NAMESPACE, SEED_NETWORK } from '../sandbox-seeds.js';
 import {
   CAPI_API,
   clusterObjects,
@@ -270,7 +271,7 @@ export function savedDriverConfig(opts: {
     ClusterName: opts.clusterName,
     ClusterType: 'imported',
     CPU: 2,
-    MemorySize: '4',
+    MemorySize: '4Gi',
     SSHUser: 'ubuntu',
     SSHPort: 22,
     DiskInfo: {
@@ -288,7 +289,8 @@ export function savedDriverConfig(opts: {
     },
     NetworkInfo: {
       interfaces: [
-        { networkName: `${opts.vmNamespace}/vlan1`, macAddress: '', model: 'virtio', type: 'bridge' },
+        // The sandbox's seeded VLAN: Harvester's VM mutator refuses (500) a network that does not exist.
+        { networkName: keyText(SEED_NAMESPACE, SEED_NETWORK), macAddress: '', model: 'virtio', type: 'bridge' },
       ],
     },
     HarvesterMachine: { ...cfg.HarvesterMachine, RemoveTimeoutSeconds: 60 },

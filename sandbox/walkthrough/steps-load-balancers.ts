@@ -8,7 +8,7 @@ import { keyText } from '../../src/api/object-key.js';
 import { describeLoadBalancer, type IpPool } from '../../src/harvester/load-balancers.js';
 import { Resources, type KubeObject } from '../../src/kube/resources.js';
 import { ensureGuestLoadBalancer, ensureIpPool } from '../standins/cloud-provider.js';
-import { SERVER_VERSION } from '../sandbox-seeds.js';
+import { HARVESTER_VERSION } from '../harvester/version.js';
 import type { Story } from './story.js';
 import { FLEET_NS } from './world.js';
 
@@ -109,6 +109,6 @@ export async function checkLoadBalancers(
     owners.length === stays.length && stays.every((n) => owners.includes(keyText(view.namespace, n))),
     `${deleted}'s address is free again; only ${kept}'s is taken`,
   );
-  await setServerVersion(story, SERVER_VERSION);
-  say.say('Harvester', `server-version back to ${SERVER_VERSION}`);
+  await setServerVersion(story, HARVESTER_VERSION);
+  say.say('Harvester', `server-version back to ${HARVESTER_VERSION}`);
 }
