@@ -14,6 +14,7 @@ import { isConflict } from '../src/kube/errors.js';
 import { Resources, type KubeObject } from '../src/kube/resources.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { useSandbox } from './support/sandbox-fixture.js';
+import { eventually } from './support/eventually.js';
 import { newMachine, tempStore } from './support/machines.js';
 import { livePvcs, vmPvcNames, waitPvcExists, waitPvcGone, recordedVolume } from './support/volumes.js';
 
@@ -177,14 +178,31 @@ describe('removal beside other guest clusters (ADR 0018)', () => {
     // Harvester's VM validator lets a second VM use a claim only when it is ReadWriteMany and not
     // Longhorn's (v1.8.0 CheckBlockRWXVolumeForVM, which reads the provisioner from this
     // annotation first): the disk is one of another CSI driver's, as an NFS class's would be.
+    const otherDriver = 'nfs.csi.k8s.io';
     await admin.patch(
       Resources.pvc,
       { namespace: ns, name: boot },
-      { metadata: { annotations: { 'volume.kubernetes.io/storage-provisioner': 'nfs.csi.k8s.io' } } },
+      {
+        metadata: {
+          annotations: {
+            'volume.beta.kubernetes.io/storage-provisioner': otherDriver,
+            'volume.kubernetes.io/storage-provisioner': otherDriver,
+          },
+        },
+      },
     );
     // Made the moment before the removal: the removal may plan from a watch cache that has
-    // not seen it yet, but checks its record against the VMs not older than it.
-    await admin.create(Resources.virtualMachine, halted('clusters-rescue', 'clusters', boot));
+    // not seen it yet, but checks its record against the VMs not older than it. (Harvester's
+    // webhook judges from its own cache of the claim: again until that has the annotation.)
+    await eventually("Harvester's validator to admit a second VM on the shared disk", () =>
+      admin.create(Resources.virtualMachine, halted('clusters-rescue', 'clusters', boot)).then(
+        () => true,
+        (err: unknown) => {
+          if (/already used by other VM/.test(String(err))) return false;
+          throw err;
+        },
+      ),
+    );
     sent.length = 0;
 
     await a.driver.remove();
