@@ -20,6 +20,7 @@ import {
 } from '../sandbox/standins/storage/backing-images.js';
 import { WebhookConfigurations, type WebhookConfiguration } from '../sandbox/harvester/components.js';
 import { HARVESTER_NAMESPACE } from '../sandbox/harvester/version.js';
+import { STORAGE_PROFILE } from '../sandbox/standins/storage/cdi-storage-profiles.js';
 import { useSandbox } from './support/sandbox-fixture.js';
 import { newMachine, tempStore } from './support/machines.js';
 import { vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
@@ -99,6 +100,20 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
     assert.match(cert.subjectAltName ?? '', /DNS:harvester-webhook\.harvester-system\.svc/);
     // kube-apiserver called it through the Service, as on a cluster (the sandbox's seeds passed it).
     assert.ok(components.webhookTunnels() > 0, 'kube-apiserver opened connections to harvester-webhook:443');
+  });
+
+  it("its storage class controller finds CDI's StorageProfile for every class (else it asks again every second)", async () => {
+    const admin = fixture.sandbox.harvester.admin;
+    const classes = await admin.list<KubeObject>(Resources.storageClass);
+    assert.ok(classes.items.length >= 3, 'harvester-longhorn, longhorn and the image class');
+    for (const c of classes.items)
+      await waitFor(admin, {
+        type: STORAGE_PROFILE,
+        name: c.metadata.name,
+        description: `StorageProfile ${c.metadata.name}`,
+        until: (p) => p !== undefined,
+        timeoutMs: 10_000,
+      });
   });
 
   it("its image controller imports the seeded image from 127.0.0.1 through Longhorn's BackingImage (the stand-in's status), and removes both with the image", async () => {

@@ -17,6 +17,7 @@ import { kubelet } from './node/kubelet.js';
 import { nodeController } from './node/node-controller.js';
 import { virtHandler } from './node/virt-handler.js';
 import { backingImageStandIn } from './storage/backing-images.js';
+import { cdiStorageProfiles } from './storage/cdi-storage-profiles.js';
 import { longhornMutatingWebhook } from './storage/longhorn-webhook.js';
 import { ensureDefaultStorageClass, longhornBinder } from './storage/longhorn.js';
 
@@ -84,6 +85,7 @@ export async function startStandIns(admin: KubeClient, options: StandInOptions =
   const devices = pciDevicesStandIn(ctx);
   backingImageStandIn(ctx);
   longhornBinder(ctx);
+  cdiStorageProfiles(ctx);
   loadBalancerControllers(ctx);
   vmDhcpControllers(ctx);
   const webhook = options.longhornWebhook ? longhornMutatingWebhook(ctx, options.longhornWebhook) : undefined;
