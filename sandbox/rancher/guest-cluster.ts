@@ -290,7 +290,12 @@ export function savedDriverConfig(opts: {
     NetworkInfo: {
       interfaces: [
         // The sandbox's seeded VLAN: Harvester's VM mutator refuses (500) a network that does not exist.
-        { networkName: keyText(SEED_NAMESPACE, SEED_NETWORK), macAddress: '', model: 'virtio', type: 'bridge' },
+        {
+          networkName: keyText(SEED_NAMESPACE, SEED_NETWORK),
+          macAddress: '',
+          model: 'virtio',
+          type: 'bridge',
+        },
       ],
     },
     HarvesterMachine: { ...cfg.HarvesterMachine, RemoveTimeoutSeconds: 60 },
