@@ -104,3 +104,50 @@ export function startProcess(
   void exited.then(() => live.delete(managed));
   return managed;
 }
+
+/**
+ * A process started again whenever it exits on its own, after `delayMs`, as kubelet restarts a
+ * Deployment's container (restartPolicy Always): KubeVirt's virt-controller and Harvester's
+ * `harvester` exit when they lose their leader lease (an apiserver restart under load outlasts
+ * their renew deadline), and a cluster brings them back. `child` is the running one; `exited`
+ * resolves once stop() ended it; `restarts` counts the restarts.
+ */
+export function supervise(
+  start: () => ManagedProcess,
+  delayMs = 1_000,
+): ManagedProcess & { readonly restarts: number } {
+  let current = start();
+  let stopped = false;
+  let restarts = 0;
+  let finished: (code: number | string) => void = () => undefined;
+  const exited = new Promise<number | string>((resolve) => (finished = resolve));
+  const watch = (p: ManagedProcess): void => {
+    void p.exited.then((code) => {
+      if (stopped) return finished(code);
+      setTimeout(() => {
+        if (stopped) return finished(code);
+        restarts++;
+        current = start();
+        watch(current);
+      }, delayMs);
+    });
+  };
+  watch(current);
+  return {
+    name: current.name,
+    logPath: current.logPath,
+    get child() {
+      return current.child;
+    },
+    get restarts() {
+      return restarts;
+    },
+    exited,
+    async stop(graceMs?: number) {
+      stopped = true;
+      await current.stop(graceMs);
+      finished(current.child.exitCode ?? current.child.signalCode ?? 'stopped');
+    },
+    tail: (lines?: number) => current.tail(lines),
+  };
+}

@@ -29,7 +29,7 @@ import { buildKubeconfig } from '../control-plane/kubeconfig.js';
 import { serviceAccountToken } from '../control-plane/service-account-token.js';
 import { freePort } from '../control-plane/ports.js';
 import { serviceAddress, type ServiceProxy } from '../control-plane/service-proxy.js';
-import { startProcess, type ManagedProcess } from '../control-plane/processes.js';
+import { startProcess, supervise, type ManagedProcess } from '../control-plane/processes.js';
 import { createOrReplace, installEstablished } from '../crds/install.js';
 import { installKubeVirtCr } from '../kubevirt/kubevirt-cr.js';
 import { ensureHarvesterBuild, type HarvesterBuild } from './binaries.js';
@@ -336,18 +336,22 @@ export class HarvesterComponents {
       path.join(dir, 'webhook.log'),
     );
     this.processes.push(webhook);
-    const harvester = startProcess(
-      'harvester',
-      this.build.harvester,
-      [
-        `--kubeconfig=${kubeconfig}`,
-        `--namespace=${HARVESTER_NAMESPACE}`,
-        '--https-port=0',
-        '--http-port=0',
-        '--hci-mode',
-        `--profile-listen-address=127.0.0.1:${harvesterProfile}`,
-      ],
-      path.join(dir, 'harvester.log'),
+    // Exits when it loses its leader lease (wrangler's leader election, an apiserver restart):
+    // started again, as kubelet would.
+    const harvester = supervise(() =>
+      startProcess(
+        'harvester',
+        this.build.harvester,
+        [
+          `--kubeconfig=${kubeconfig}`,
+          `--namespace=${HARVESTER_NAMESPACE}`,
+          '--https-port=0',
+          '--http-port=0',
+          '--hci-mode',
+          `--profile-listen-address=127.0.0.1:${harvesterProfile}`,
+        ],
+        path.join(dir, 'harvester.log'),
+      ),
     );
     this.processes.push(harvester);
     try {

@@ -21,7 +21,7 @@ import type { ControlPlane } from '../control-plane/control-plane.js';
 import { buildKubeconfig } from '../control-plane/kubeconfig.js';
 import { issueCert, type IssuedCert } from '../control-plane/pki.js';
 import { freePort } from '../control-plane/ports.js';
-import { startProcess, type ManagedProcess } from '../control-plane/processes.js';
+import { startProcess, supervise, type ManagedProcess } from '../control-plane/processes.js';
 import { ensureKubeVirt, type KubeVirtBuild } from './binaries.js';
 import { deregisterVirtApi, installKubeVirt, installKubeVirtCrds, registerVirtApi } from './install.js';
 import { loadManifests, type KubeVirtManifests } from './manifests.js';
@@ -142,19 +142,23 @@ export class KubeVirt {
       path.join(dir, 'virt-api.log'),
     );
     this.processes.push(virtApi);
-    const virtController = startProcess(
-      'virt-controller',
-      this.build.virtController,
-      [
-        `--kubeconfig=${await kubeconfigFor('virt-controller', controllerIdentity)}`,
-        '--listen=127.0.0.1',
-        `--port=${controllerPort}`,
-        `--launcher-image=${LAUNCHER_IMAGE}`,
-        `--exporter-image=${EXPORTER_IMAGE}`,
-        `--prom-cert-file=${controllerServing.certPath}`,
-        `--prom-key-file=${controllerServing.keyPath}`,
-      ],
-      path.join(dir, 'virt-controller.log'),
+    const controllerKubeconfig = await kubeconfigFor('virt-controller', controllerIdentity);
+    // Exits when it loses its leader lease (an apiserver restart): started again, as kubelet would.
+    const virtController = supervise(() =>
+      startProcess(
+        'virt-controller',
+        this.build.virtController,
+        [
+          `--kubeconfig=${controllerKubeconfig}`,
+          '--listen=127.0.0.1',
+          `--port=${controllerPort}`,
+          `--launcher-image=${LAUNCHER_IMAGE}`,
+          `--exporter-image=${EXPORTER_IMAGE}`,
+          `--prom-cert-file=${controllerServing.certPath}`,
+          `--prom-key-file=${controllerServing.keyPath}`,
+        ],
+        path.join(dir, 'virt-controller.log'),
+      ),
     );
     this.processes.push(virtController);
     try {

@@ -1,0 +1,39 @@
+// A supervised process is started again when it exits on its own (as kubelet restarts a pod's
+// container), and not after its owner stopped it.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { startProcess, supervise } from './processes.js';
+
+describe('supervise', () => {
+  it('starts a process again each time it exits on its own, and never after stop()', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-supervise-'));
+    const log = path.join(dir, 'p.log');
+    try {
+      // Each run writes one line and exits at once, as a controller that lost its lease.
+      const p = supervise(() => startProcess('p', 'sh', ['-c', 'echo run'], log), 50);
+      for (let i = 0; i < 100 && p.restarts < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(p.restarts >= 2, `restarted ${p.restarts} times`);
+      await p.stop();
+      await p.exited;
+      const runs = fs
+        .readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l === 'run').length;
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(
+        fs
+          .readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => l === 'run').length,
+        runs,
+        'no run after stop',
+      );
+      assert.equal(runs, p.restarts + 1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
