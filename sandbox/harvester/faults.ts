@@ -121,7 +121,10 @@ export class HarvesterFaults {
   private async inject(kind: FaultKind, namespace: string, vm: string): Promise<void> {
     const { policy, binding } = faultPolicy(kind, namespace, vm);
     await this.admin.create(POLICY, policy);
-    await this.admin.create(BINDING, binding);
+    await this.admin.create(BINDING, binding).catch(async (err: unknown) => {
+      await this.admin.delete(POLICY, { name: policy.metadata.name });
+      throw err;
+    });
     await retryUntil({
       description: `the apiserver to apply the ${kind} fault to VM ${namespace}/${vm}`,
       timeoutMs: 30_000,
