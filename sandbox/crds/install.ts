@@ -63,13 +63,17 @@ export async function installCrds(
  * Creates the object, or replaces the one already there (so a restarted sandbox with new ports
  * and a new CA is pointed right).
  */
-export async function createOrReplace(admin: KubeClient, type: ResourceType, object: KubeObject): Promise<void> {
+export async function createOrReplace(
+  admin: KubeClient,
+  type: ResourceType,
+  object: KubeObject,
+): Promise<KubeObject> {
   try {
-    await admin.create(type, object);
+    return await admin.create(type, object);
   } catch (err) {
     if (!isAlreadyExists(err)) throw err;
     const current = await admin.get(type, keyOf(object));
-    await admin.update(type, {
+    return await admin.update(type, {
       ...object,
       metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion },
     });
@@ -79,29 +83,24 @@ export async function createOrReplace(admin: KubeClient, type: ResourceType, obj
 /**
  * Installs CRDs and waits, by watch, until each is Established: our own (`existing: 'keep'`, the
  * file's content is the same) or a component's generated ones (`'replace'`: webhook URLs move).
+ * Each wait watches from the create's answer: listing CRDs makes kube-apiserver decode every CRD
+ * it holds (over a hundred here, some of megabytes), once per wait.
  */
 export async function installEstablished(
   admin: KubeClient,
   crds: KubeObject[],
   opts: { timeoutMs: number; existing: 'keep' | 'replace' },
 ): Promise<string[]> {
-  for (const crd of crds) {
-    if (opts.existing === 'replace') {
-      await createOrReplace(admin, Resources.crd, crd);
-      continue;
-    }
-    try {
-      await admin.create(Resources.crd, crd);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
-  }
+  const written: Array<Crd | undefined> = [];
+  for (const crd of crds) written.push(await writeCrd(admin, crd, opts.existing));
   await Promise.all(
-    crds.map((crd) => {
+    crds.map((crd, i) => {
       const name = crd.metadata.name;
+      const from = written[i];
       return waitFor<Crd>(admin, {
         type: Resources.crd,
         name,
+        ...(from ? { from } : {}),
         description: `CRD ${name} to be Established`,
         timeoutMs: opts.timeoutMs,
         until: (o) => o?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
@@ -112,4 +111,15 @@ export async function installEstablished(
     }),
   );
   return crds.map((c) => c.metadata.name);
+}
+
+/** The CRD as the apiserver answered its write; `undefined` when an existing one was kept. */
+async function writeCrd(admin: KubeClient, crd: KubeObject, existing: 'keep' | 'replace'): Promise<Crd | undefined> {
+  if (existing === 'replace') return await createOrReplace(admin, Resources.crd, crd);
+  try {
+    return await admin.create<Crd>(Resources.crd, crd);
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+    return undefined;
+  }
 }
