@@ -110,9 +110,14 @@ run_phases() {
     phase "kubectl $kube_version for docs/sandbox-by-hand.md" 120 bash scripts/setup-kubectl.sh
   fi
   phase "compile TypeScript" 40 compile
+  # Built from the compiled sources, each cached by version or by a hash of its inputs: the jobs'
+  # binaries (and for the tests, the release artifacts) are made here once, not inside a test.
   if [ "$mode" = walkthrough ]; then
     phase "rancher-machine $rancher_machine_version and the plugin executable" 350 \
-      node dist/sandbox/bin/walkthrough-binaries.js
+      node dist/sandbox/bin/job-binaries.js
+  else
+    phase "rancher-machine $rancher_machine_version, the plugin executable and the release artifacts" 400 \
+      node dist/sandbox/bin/job-binaries.js --release
   fi
 }
 

@@ -177,6 +177,11 @@ describe('set-up modes', () => {
     for (const capi of [CAPI_RANCHER_2_13, CAPI_V1BETA2])
       assert.ok(all.includes(`Cluster API manager ${capi.version}`));
     assert.ok(all.includes(KUBEVIRT_VERSION));
+    assert.match(
+      lines.at(-1)!,
+      /rancher-machine v\S+, the plugin executable and the release artifacts/,
+      'the job binaries and the release are built from the compiled sources, last',
+    );
     const bare = setup(['--list']);
     assert.equal(bare.stderr.trimEnd(), all);
   });
