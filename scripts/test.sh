@@ -10,7 +10,10 @@ bash scripts/setup.sh --for tests
 npx eslint --max-warnings=0 . || { echo "test: lint failed (see above)" >&2; exit 1; }
 npm run --silent lint:cycles >/dev/null || { npm run --silent lint:cycles; echo "test: an import circle in src/ (see above)" >&2; exit 1; }
 
-mapfile -t files < <(find dist -name '*_test.js' -not -path '*/node_modules/*' | sort)
+mapfile -t all_files < <(find dist -name '*_test.js' -not -path '*/node_modules/*' | sort)
+# Files that start control planes first, short ones after (test/support/test-order.ts).
+mapfile -t files < <(node dist/test/support/test-order.js "${all_files[@]}")
+[ "${#files[@]}" -eq "${#all_files[@]}" ] || { echo "test: could not order the test files" >&2; exit 1; }
 suite_start=$(date +%s)
 status=0
 # Secrets scan: the sandbox's credential factories and the tests append every secret they make
