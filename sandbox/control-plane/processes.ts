@@ -119,13 +119,14 @@ export function supervise(
   let current = start();
   let stopped = false;
   let restarts = 0;
+  let pending: NodeJS.Timeout | undefined;
   let finished: (code: number | string) => void = () => undefined;
   const exited = new Promise<number | string>((resolve) => (finished = resolve));
   const watch = (p: ManagedProcess): void => {
     void p.exited.then((code) => {
       if (stopped) return finished(code);
-      setTimeout(() => {
-        if (stopped) return finished(code);
+      pending = setTimeout(() => {
+        pending = undefined;
         restarts++;
         current = start();
         watch(current);
@@ -145,6 +146,7 @@ export function supervise(
     exited,
     async stop(graceMs?: number) {
       stopped = true;
+      clearTimeout(pending); // a restart due after an exit is not started
       await current.stop(graceMs);
       finished(current.child.exitCode ?? current.child.signalCode ?? 'stopped');
     },
