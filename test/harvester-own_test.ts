@@ -201,6 +201,7 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
       // Harvester's own words for a failed import: "failed due to error: <the file's message>".
       until: (i) =>
         /failed due to error: .*not the sandbox's image server/.test(JSON.stringify(i?.status ?? {})),
+      describeState: (i) => (i ? JSON.stringify(i.status ?? {}) : 'absent'),
       timeoutMs: 60_000,
     });
     assert.ok(

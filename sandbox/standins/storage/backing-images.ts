@@ -14,9 +14,11 @@
 // exactly one entry in diskFileStatusMap, `ready` marks the image Imported with the status's size
 // and virtualSize, `failed` fails the import, another state with a new progress is Importing; but
 // only once the image is Initialized, and nothing asks again (lasso's resync is 10 hours). A real
-// download outlasts Harvester's few writes from the BackingImage's creation to Initialized; this
-// download is instant, so `ready` waits until the image it belongs to (annotation
-// harvesterhci.io/imageId) is Initialized, as a download would.
+// data source (a pod that starts, then fetches) outlasts Harvester's few writes from the
+// BackingImage's creation to Initialized; here the outcome is known at once, so every outcome,
+// `ready` and `failed` alike, waits until the image it belongs to (annotation
+// harvesterhci.io/imageId) is Initialized. A `failed` written sooner is read by Harvester while the
+// image is not Initialized yet, ignored, and never read again: the image stays importing for ever.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { objectKey } from '../../../src/api/object-key.js';
@@ -151,6 +153,40 @@ export function withFile(
   };
 }
 
+/** The data source's next step for a BackingImage (a pure decision; the controller writes it). */
+export type FileStep =
+  /** Its file is ready or failed already: nothing more happens to it. */
+  | { step: 'none' }
+  /** Taken by the sandbox's node: ownerID, uuid, the file pending. */
+  | { step: 'own' }
+  /** Its image is not Initialized yet: Harvester would not read an outcome now. */
+  | { step: 'wait' }
+  | { step: 'fail'; message: string }
+  /** The file in progress, for a download's time. */
+  | { step: 'start' }
+  | { step: 'download'; url: string };
+
+export function nextFileStep(bi: BackingImage, imageInitialized: boolean): FileStep {
+  const file = fileStatus(bi);
+  if (file?.state === 'ready' || file?.state === 'failed') return { step: 'none' };
+  if (!bi.status?.uuid) return { step: 'own' };
+  if (!imageInitialized) return { step: 'wait' };
+  if (bi.spec?.sourceType !== 'download') {
+    // Export, restore and clone need Longhorn's volumes and backup store: not played.
+    return {
+      step: 'fail',
+      message: `source type ${bi.spec?.sourceType ?? '(none)'} is not played in the sandbox`,
+    };
+  }
+  // A download in progress for a while before its outcome, also a refused one (as a data source
+  // that starts, then fails to fetch): Harvester's caches see the image Initialized meanwhile.
+  if (file?.state !== 'in-progress') return { step: 'start' };
+  const url = bi.spec.sourceParameters?.url;
+  const refused = refusedUrl(url);
+  if (refused !== undefined || url === undefined) return { step: 'fail', message: refused ?? 'no url' };
+  return { step: 'download', url };
+}
+
 export function backingImageStandIn(ctx: StandInContext): Controller {
   const { client } = ctx;
   const backingImages = ctx.manager.cache<BackingImage>({
@@ -193,45 +229,36 @@ export function backingImageStandIn(ctx: StandInContext): Controller {
           return;
         }
         if (await patchFinalizers(client, BackingImages, bi, withFinalizer(LONGHORN_FINALIZER))) return;
-        const file = fileStatus(bi);
-        if (file?.state === 'ready' || file?.state === 'failed') return;
-        if (!bi.status?.uuid) {
-          await writeStatus(bi, (s) =>
-            s?.uuid
-              ? undefined
-              : {
-                  ...withFile(s, { state: 'pending', progress: 0 }),
-                  ownerID: SANDBOX_NODE,
-                  uuid: crypto.randomBytes(4).toString('hex'),
-                },
-          );
-          return;
-        }
-        if (bi.spec?.sourceType !== 'download') {
-          // Export, restore and clone need Longhorn's volumes and backup store: not played.
-          await writeStatus(bi, (s) =>
-            withFile(s, {
-              state: 'failed',
-              progress: 0,
-              message: `source type ${bi.spec?.sourceType ?? '(none)'} is not played in the sandbox`,
-            }),
-          );
-          return;
-        }
-        const url = bi.spec.sourceParameters?.url;
-        const refused = refusedUrl(url);
-        if (refused) {
-          await writeStatus(bi, (s) => withFile(s, { state: 'failed', progress: 0, message: refused }));
-          return;
-        }
-        if (!imageInitialized(bi)) return; // its image's event brings the next step
-        if (file?.state !== 'in-progress') {
-          await writeStatus(bi, (s) => withFile(s, { state: 'in-progress', progress: 50 }));
-          return { requeueAfterMs: DOWNLOAD_MS };
+        const next = nextFileStep(bi, imageInitialized(bi));
+        switch (next.step) {
+          case 'none':
+          case 'wait': // its image's event brings the next step
+            return;
+          case 'own':
+            await writeStatus(bi, (s) =>
+              s?.uuid
+                ? undefined
+                : {
+                    ...withFile(s, { state: 'pending', progress: 0 }),
+                    ownerID: SANDBOX_NODE,
+                    uuid: crypto.randomBytes(4).toString('hex'),
+                  },
+            );
+            return;
+          case 'fail':
+            await writeStatus(bi, (s) =>
+              withFile(s, { state: 'failed', progress: 0, message: next.message }),
+            );
+            return;
+          case 'start':
+            await writeStatus(bi, (s) => withFile(s, { state: 'in-progress', progress: 50 }));
+            return { requeueAfterMs: DOWNLOAD_MS };
+          case 'download':
+            break;
         }
         let got: Downloaded;
         try {
-          got = await download(url ?? '');
+          got = await download(next.url);
         } catch (err) {
           const message = (err as Error).message;
           await writeStatus(bi, (s) => withFile(s, { state: 'failed', progress: 0, message }));

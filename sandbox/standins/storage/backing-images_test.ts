@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SEED_IMAGE_VIRTUAL_SIZE, qcow2Header, startImageServer, virtualSizeOf } from '../../image-server.js';
-import { SANDBOX_DISK_UUID, download, refusedUrl, withFile } from './backing-images.js';
+import {
+  SANDBOX_DISK_UUID,
+  download,
+  nextFileStep,
+  refusedUrl,
+  withFile,
+  type BackingImage,
+} from './backing-images.js';
 import { backingImageCreatePatch } from './longhorn-webhook.js';
 
 describe("Longhorn's backing images (stand-in)", () => {
@@ -37,6 +44,37 @@ describe("Longhorn's backing images (stand-in)", () => {
     } finally {
       await server.stop();
     }
+  });
+
+  it("gives no outcome, ready or failed, before Harvester's image is Initialized (Harvester would ignore it for ever)", () => {
+    const bi = (url: string, file?: Parameters<typeof withFile>[1]): BackingImage => ({
+      apiVersion: 'longhorn.io/v1beta2',
+      kind: 'BackingImage',
+      metadata: { name: 'vmi-1', namespace: 'longhorn-system' },
+      spec: { sourceType: 'download', sourceParameters: { url } },
+      status: { uuid: 'ab12cd34', ...(file ? withFile(undefined, file) : {}) },
+    });
+    const refused = 'http://localhost:8080/a.img';
+    const served = 'http://127.0.0.1:8080/a.img';
+    for (const url of [refused, served]) {
+      assert.deepEqual(nextFileStep(bi(url, { state: 'pending', progress: 0 }), false), { step: 'wait' });
+      assert.deepEqual(nextFileStep(bi(url, { state: 'pending', progress: 0 }), true), { step: 'start' });
+    }
+    const failing = nextFileStep(bi(refused, { state: 'in-progress', progress: 50 }), true);
+    assert.equal(failing.step, 'fail');
+    assert.match(
+      failing.step === 'fail' ? failing.message : '',
+      /host localhost is not the sandbox's image server/,
+    );
+    assert.deepEqual(nextFileStep(bi(served, { state: 'in-progress', progress: 50 }), true), {
+      step: 'download',
+      url: served,
+    });
+    const other = { ...bi(served), spec: { sourceType: 'clone' } };
+    assert.deepEqual(nextFileStep(other, false), { step: 'wait' });
+    assert.match(JSON.stringify(nextFileStep(other, true)), /source type clone is not played/);
+    assert.deepEqual(nextFileStep({ ...bi(served), status: {} }, false), { step: 'own' });
+    assert.deepEqual(nextFileStep(bi(refused, { state: 'failed', progress: 0 }), true), { step: 'none' });
   });
 
   it("keeps the file's transition time while its state stays, and moves it on a new state", () => {
