@@ -4,6 +4,9 @@
 // long file running alone at the end. A file counts as long when its imports, followed through
 // the compiled tree, reach the module that starts kube-apiserver, or when it runs one of the
 // sandbox's commands (dist/sandbox/bin/*.js: the walkthrough, the sandbox CLI) as a process.
+// A test file that another one imports (test/shared-sandbox/: several files on one sandbox, one
+// after another, ADR 0031) runs inside that one, not by itself; the files that run others come
+// right after the sandbox commands, as they are the longest after them.
 // Run by scripts/test.sh: `node dist/test/support/test-order.js <files...>` prints them ordered.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,19 +47,49 @@ export function reaches(
   return found;
 }
 
+const TEST_FILE = /_test\.js$/;
+
+/**
+ * The test files of `files` that another of them imports directly, each with the file it runs
+ * inside. A file imported by two would run twice: refused.
+ */
+export function runInside(
+  files: readonly string[],
+  read: (file: string) => string | undefined,
+): Map<string, string> {
+  const listed = new Set(files.map((f) => path.resolve(f)));
+  const inside = new Map<string, string>();
+  for (const file of files) {
+    for (const dep of importsOf(path.resolve(file), read(path.resolve(file)) ?? '')) {
+      if (!TEST_FILE.test(dep) || !listed.has(dep)) continue;
+      const other = inside.get(dep);
+      if (other !== undefined && other !== file)
+        throw new Error(`${dep} is imported by two test files (${other}, ${file}): it would run twice`);
+      inside.set(dep, file);
+    }
+  }
+  return inside;
+}
+
 /**
  * The files ordered: those that run a sandbox command (the longest: a whole walkthrough) first,
- * then the others reaching `target`, then the rest; each group in its given order.
+ * then those running other test files, then the others reaching `target`, then the rest; each
+ * group in its given order. Files another one runs are left out.
  */
 export function orderTestFiles(
   files: readonly string[],
   target: string,
   read: (file: string) => string | undefined,
 ): string[] {
+  const inside = runInside(files, read);
+  const own = files.filter((f) => !inside.has(path.resolve(f)));
+  const hosts = new Set(inside.values());
   const seen = new Map<string, boolean>();
-  const commands = files.filter((f) => SANDBOX_COMMAND.test(read(path.resolve(f)) ?? ''));
-  const long = files.filter((f) => !commands.includes(f) && reaches(path.resolve(f), target, read, seen));
-  return [...commands, ...long, ...files.filter((f) => !commands.includes(f) && !long.includes(f))];
+  const commands = own.filter((f) => SANDBOX_COMMAND.test(read(path.resolve(f)) ?? ''));
+  const rest = own.filter((f) => !commands.includes(f));
+  const running = rest.filter((f) => hosts.has(f));
+  const long = rest.filter((f) => !running.includes(f) && reaches(path.resolve(f), target, read, seen));
+  return [...commands, ...running, ...long, ...rest.filter((f) => !running.includes(f) && !long.includes(f))];
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { importsOf, orderTestFiles } from './test-order.js';
+import { importsOf, orderTestFiles, runInside } from './test-order.js';
 
 const root = path.resolve('/d');
 const p = (rel: string): string => path.join(root, rel);
@@ -38,6 +38,34 @@ describe('the order of the test files', () => {
     assert.deepEqual(
       importsOf(p('x/y.js'), source).map((f) => path.relative(root, f)),
       ['x/a.js', 'x/b.js', 'c.js', 'x/d.js'],
+    );
+  });
+
+  it('leaves out the test files another one imports (they run inside it), and runs that one right after the sandbox commands', () => {
+    const more: Record<string, string> = {
+      ...modules,
+      [p('test/shared/g_test.js')]:
+        "import '../support/shared.js';\nimport '../b_test.js';\nimport '../c_test.js';",
+      [p('test/support/shared.js')]: "import { startSandbox } from './fixture.js';",
+    };
+    const read2 = (f: string): string | undefined => more[f];
+    const files = ['a', 'b', 'c', 'd', 'e', 'f', 'shared/g'].map((f) => p(`test/${f}_test.js`));
+    assert.deepEqual(
+      orderTestFiles(files, target, read2).map((f) => path.relative(p('test'), f)),
+      ['e_test.js', 'shared/g_test.js', 'a_test.js', 'd_test.js', 'f_test.js'],
+    );
+    assert.deepEqual(
+      [...runInside(files, read2)].map(([inner, outer]) => [path.basename(inner), path.basename(outer)]),
+      [
+        ['b_test.js', 'g_test.js'],
+        ['c_test.js', 'g_test.js'],
+      ],
+    );
+    // A file two others import would run twice.
+    const twice = { ...more, [p('test/h_test.js')]: "import './b_test.js';" };
+    assert.throws(
+      () => orderTestFiles([...files, p('test/h_test.js')], target, (f) => twice[f]),
+      /b_test\.js is imported by two test files .*: it would run twice/,
     );
   });
 });
