@@ -28,15 +28,15 @@ export function useSandbox(options: SandboxOptions = {}): SandboxFixture {
  * One sandbox for every test file this process runs: to be called at the top level of a
  * module imported before those files, so that its hooks belong to the whole process.
  */
-export function shareOneSandbox(): void {
+export function shareOneSandbox(start: typeof startSandbox = startSandbox): void {
   if (shared) throw new Error('this process shares one sandbox already');
-  shared = sandboxAround({});
+  shared = sandboxAround({}, start);
 }
 
-function sandboxAround(options: SandboxOptions): SandboxFixture {
+function sandboxAround(options: SandboxOptions, start: typeof startSandbox = startSandbox): SandboxFixture {
   let sandbox: Sandbox | undefined;
   before(async () => {
-    sandbox = await startSandbox(options);
+    sandbox = await start(options);
   });
   after(async () => {
     await sandbox?.stop();
