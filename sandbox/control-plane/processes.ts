@@ -18,6 +18,8 @@ export interface ManagedProcess {
 const live = new Set<ManagedProcess>();
 const cleanups = new Set<() => void>();
 let handlersInstalled = false;
+/** Set by killAllNow: the process is going away, nothing is started again (supervise). */
+let killedAll = false;
 
 function installHandlers(): void {
   if (handlersInstalled) return;
@@ -34,6 +36,7 @@ function installHandlers(): void {
 
 /** Synchronous last resort: kill everything and run sync cleanups (temp dirs). */
 export function killAllNow(): void {
+  killedAll = true;
   for (const p of live) {
     try {
       p.child.kill('SIGKILL');
@@ -124,9 +127,12 @@ export function supervise(
   const exited = new Promise<number | string>((resolve) => (finished = resolve));
   const watch = (p: ManagedProcess): void => {
     void p.exited.then((code) => {
-      if (stopped) return finished(code);
+      // Killed with everything else (a signal, the exit): the owner is stopping and may have
+      // removed the process's directory already; starting it again would throw in a timer.
+      if (stopped || killedAll) return finished(code);
       pending = setTimeout(() => {
         pending = undefined;
+        if (killedAll) return finished(code);
         restarts++;
         current = start();
         watch(current);
