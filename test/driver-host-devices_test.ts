@@ -408,11 +408,24 @@ describe('host devices (--harvester-host-device-info)', () => {
     for (const plural of ['pcidevices', 'pcideviceclaims', 'usbdevices', 'usbdeviceclaims']) {
       await admin.delete(Resources.crd, { name: `${plural}.devices.harvesterhci.io` });
     }
+    // Each kind goes on its own once its objects are deleted: the check asks for PCI and USB devices.
+    const kinds = [
+      Resources.pciDevice,
+      Resources.pciDeviceClaim,
+      Resources.usbDevice,
+      Resources.usbDeviceClaim,
+    ];
     await eventually('the device kinds to be gone', async () =>
-      admin.list(Resources.pciDevice).then(
-        () => false,
-        (e: unknown) => isNotFound(e),
-      ),
+      (
+        await Promise.all(
+          kinds.map((kind) =>
+            admin.list(kind).then(
+              () => false,
+              (e: unknown) => isNotFound(e),
+            ),
+          ),
+        )
+      ).every(Boolean),
     );
     const { driver } = machine('gpu-pool1-aaaaa-noaddon', info(T4));
     assert.match(
