@@ -54,11 +54,36 @@ export interface HarvesterFixture extends StandInsFixture {
   readonly harvester: HarvesterControlPlane;
 }
 
+let sharedHarvester: HarvesterFixture | undefined;
+
+/**
+ * One Harvester for every useHarvester() of this process (test/shared-sandbox/: several test
+ * files one after another, ADR 0031): to be called at the top level of a module imported before
+ * them, so that its hooks belong to the whole process.
+ */
+export function shareOneHarvester(): void {
+  if (sharedHarvester) throw new Error('this process shares one Harvester already');
+  sharedHarvester = harvesterAround({ name: 'shared-harvester' });
+}
+
 /**
  * Harvester's control plane with Harvester's own webhook and controllers, KubeVirt's own virt-api
- * and virt-controller, and the stand-ins, once for the tests of the enclosing file or suite.
+ * and virt-controller, and the stand-ins, once for the tests of the enclosing file or suite; in a
+ * process that shares one (shareOneHarvester), that one. `name` names the control plane only.
  */
 export function useHarvester(options: StandInOptions & { name?: string } = {}): HarvesterFixture {
+  if (sharedHarvester) {
+    const { name: _name, ...own } = options;
+    if (Object.keys(own).length > 0)
+      throw new Error(
+        `a test file sharing its process's Harvester asked for stand-in options of its own (${Object.keys(own).join(', ')}): run it by itself`,
+      );
+    return sharedHarvester;
+  }
+  return harvesterAround(options);
+}
+
+function harvesterAround(options: StandInOptions & { name?: string }): HarvesterFixture {
   let harvester: HarvesterControlPlane | undefined;
   let standIns: StandIns | undefined;
   let client: KubeClient | undefined;
