@@ -25,7 +25,7 @@ scan_dir="$(mktemp -d)"
 trap 'rm -rf "$scan_dir"' EXIT
 export HM_SECRET_LEDGER="$scan_dir/ledger.jsonl"
 reporter=tap; [ -t 1 ] && reporter=spec # node's default for this output
-# Three files at a time: each integration file runs its own sandbox (about 3.5 GB with Harvester's
+# Three files at a time: each integration file (or group of them, ADR 0031) runs its own sandbox (about 3.5 GB with Harvester's
 # and KubeVirt's processes) and waits on them much of the time; two at a time left a fifth of the
 # 2 cores idle (ADR 0029).
 node --test --test-concurrency="${TEST_CONCURRENCY:-3}" --test-timeout=600000 \
