@@ -94,12 +94,17 @@ export function orderTestFiles(
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+  // Each file is asked for up to three times (imported test files, sandbox commands, the import walk): read once.
+  const texts = new Map<string, string | undefined>();
   const read = (file: string): string | undefined => {
-    try {
-      return fs.readFileSync(file, 'utf8');
-    } catch {
-      return undefined;
+    if (!texts.has(file)) {
+      try {
+        texts.set(file, fs.readFileSync(file, 'utf8'));
+      } catch {
+        texts.set(file, undefined);
+      }
     }
+    return texts.get(file);
   };
   const ordered = orderTestFiles(process.argv.slice(2), path.join(dist, PROCESS_STARTER), read);
   process.stdout.write(ordered.map((f) => `${f}\n`).join(''));
