@@ -7,11 +7,19 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { killAllNow, startProcess, supervise } from './processes.js';
 
+/** Runs `test` with a log path in a temporary directory, removed after it. */
+async function withLog(test: (log: string, dir: string) => Promise<void>): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-supervise-'));
+  try {
+    await test(path.join(dir, 'p.log'), dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('supervise', () => {
-  it('starts a process again each time it exits on its own, and never after stop()', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-supervise-'));
-    const log = path.join(dir, 'p.log');
-    try {
+  it('starts a process again each time it exits on its own, and never after stop()', () =>
+    withLog(async (log) => {
       // Each run writes one line and exits at once, as a controller that lost its lease.
       const p = supervise(() => startProcess('p', 'sh', ['-c', 'echo run'], log), 50);
       for (let i = 0; i < 100 && p.restarts < 2; i++) await new Promise((r) => setTimeout(r, 50));
@@ -27,18 +35,13 @@ describe('supervise', () => {
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(runsLogged(), runs, 'no run after stop');
       assert.equal(runs, p.restarts + 1);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
 
 // Last: killAllNow ends every process of this test process for good.
 describe('supervise, once everything is killed at a signal', () => {
-  it('does not start the process again (its owner is stopping and may have removed its directory)', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hm-supervise-'));
-    const log = path.join(dir, 'p.log');
-    try {
+  it('does not start the process again (its owner is stopping and may have removed its directory)', () =>
+    withLog(async (log, dir) => {
       const p = supervise(() => startProcess('p', 'sh', ['-c', 'echo run; exec sleep 30'], log), 50);
       for (let i = 0; i < 100 && !fs.readFileSync(log, 'utf8').includes('run'); i++)
         await new Promise((r) => setTimeout(r, 20));
@@ -51,8 +54,5 @@ describe('supervise, once everything is killed at a signal', () => {
       assert.equal(ended, 'SIGKILL');
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(p.restarts, 0);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
