@@ -176,6 +176,12 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
         ...at,
         description: `${type.kind} ${at.name} to be gone`,
         until: (o) => o === undefined,
+        // Harvester deletes the BackingImage in the foreground: the garbage collector takes its
+        // finalizer off, once it knows the kind. Say which finalizers hold it if it stays.
+        describeState: (o) =>
+          o
+            ? `present (deleting: ${o.metadata.deletionTimestamp ? 'yes' : 'no'}, finalizers: ${JSON.stringify(o.metadata.finalizers ?? [])})`
+            : 'absent',
         timeoutMs: 60_000,
       });
   });
