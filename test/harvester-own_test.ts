@@ -26,6 +26,8 @@ import { newMachine, tempStore } from './support/machines.js';
 import { vmPvcNames, waitPvcExists, waitPvcGone } from './support/volumes.js';
 
 const fixture = useSandbox();
+/** The finalizer of Harvester's image controller (its `vm-image-controller` remove handler). */
+const FINALIZER_HARVESTER_IMAGE = 'wrangler.cattle.io/vm-image-controller';
 const store = tempStore();
 const ns = 'default';
 
@@ -155,12 +157,19 @@ describe("Harvester's own webhook and controllers (v1.8.0)", () => {
       metadata: { name, namespace: ns },
       spec: { displayName: 'second.img', sourceType: 'download', url: sandbox.imageServer.seedImageUrl },
     } as KubeObject);
+    // Harvester removes an image's BackingImage and StorageClass only once its image controller
+    // has claimed the image with its finalizer; the stand-in's Longhorn imports in a few hundred
+    // ms, sometimes before that claim (an image deleted then leaves both behind: 4 of 25 tries).
     const second = await waitFor<VirtualMachineImage>(admin, {
       type: Resources.virtualMachineImage,
       namespace: ns,
       name,
-      description: `image ${name} to be imported`,
-      until: imported,
+      description: `image ${name} to be imported and claimed by Harvester's image controller`,
+      until: (i) => imported(i) && (i?.metadata.finalizers ?? []).includes(FINALIZER_HARVESTER_IMAGE),
+      describeState: (i) =>
+        i
+          ? `imported: ${imported(i) ? 'yes' : 'no'}, finalizers: ${JSON.stringify(i.metadata.finalizers ?? [])}`
+          : 'absent',
       timeoutMs: 60_000,
     });
     const secondUid = second?.metadata.uid ?? '';
