@@ -9,6 +9,7 @@ import { repoRoot } from '../sandbox/repo.js';
 import {
   githubSlug,
   headingAnchors,
+  missingPathMentions,
   referenceProblems,
   unindexedRecords,
   unlinkedPages,
@@ -122,6 +123,34 @@ describe('referenceProblems', () => {
   });
 });
 
+describe('missingPathMentions', () => {
+  const exists = (p: string): boolean => ['src/a.ts', 'test/b_test.ts', 'src/dir'].includes(p);
+  const mentions = (text: string): string[] =>
+    missingPathMentions('docs/x.md', text, exists).map((p) => `${p.line}: ${p.message}`);
+
+  it('names a path that is not there, with its line, and accepts one that is', () => {
+    assert.deepEqual(mentions('# Title\n\nThe check is in `src/a.ts`;\nthe flags in `src/flags.ts`.\n'), [
+      '4: names src/flags.ts, which is not in the repository',
+    ]);
+    assert.deepEqual(mentions('- `src/dir/` and `src/dir`.\n- `src/lost/`\n'), [
+      '2: names src/lost/, which is not in the repository',
+    ]);
+  });
+
+  it("takes a compiled name for its source and a test's name for its file", () => {
+    assert.deepEqual(mentions('Run `src/a.js` and `test/b_test`.'), []);
+  });
+
+  it("leaves alone a paragraph telling of a file's past, and another project's path", () => {
+    assert.deepEqual(mentions('- Removed: the stand-ins\n  (`src/old.ts`).\n- Kept: `src/new.ts`.\n'), [
+      '3: names src/new.ts, which is not in the repository',
+    ]);
+    assert.deepEqual(mentions('From harvester/harvester `deploy/charts/x.yaml`; ours `deploy/y`.'), [
+      '1: names deploy/y, which is not in the repository',
+    ]);
+  });
+});
+
 describe('unindexedRecords', () => {
   it('names the decision records the index does not link', () => {
     const index = '| [0001](0001-a.md) | A |';
@@ -143,6 +172,16 @@ describe('the repository', () => {
 
   it('points at nothing outside itself and at no missing heading', () => {
     const problems = [...files].flatMap(([file, text]) => referenceProblems(file, text, repo));
+    assert.deepEqual(
+      problems.map((p) => `${p.file}:${p.line}: ${p.message}`),
+      [],
+    );
+  });
+
+  it('names only files that exist in its Markdown pages (docs/upstream names upstream files)', () => {
+    const pages = [...files].filter(([file]) => file.endsWith('.md') && !file.startsWith('docs/upstream/'));
+    assert.ok(pages.length > 40, `only ${pages.length} pages scanned`);
+    const problems = pages.flatMap(([file, text]) => missingPathMentions(file, text, (p) => repo.exists(p)));
     assert.deepEqual(
       problems.map((p) => `${p.file}:${p.line}: ${p.message}`),
       [],

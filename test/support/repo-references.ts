@@ -149,3 +149,50 @@ export function unlinkedPages(readme: string, pages: readonly string[]): string[
   );
   return pages.filter((page) => !linked.has(page));
 }
+
+/** A repository path written in backquotes: `src/…`, `sandbox/…`, and the other top folders. */
+const REPO_PATH = /`((?:src|sandbox|test|bench|scripts|deploy|docs)\/[\w./-]*)`/g;
+/** Words of a file's past or of a road not taken: such a paragraph may name a file not there. */
+const HISTORY = /\b(?:was|were|had|gone|removed|renamed|moved|deleted|replaced|would)\b/i;
+/** "harvester/harvester `deploy/…`": a path in another project's repository. */
+const OTHER_REPOSITORY = /[\w-]+\/[\w.-]+\s+$/;
+
+/** A page's paragraphs and list items (a table row is one), each with its first line. */
+function blocksOf(text: string): Array<{ line: number; text: string }> {
+  const blocks: Array<{ line: number; text: string }> = [];
+  text.split('\n').forEach((line, i) => {
+    const starts = /^\s*$|^\s*(?:[-*|>]|\d+\.)\s|^#/.test(line);
+    const last = blocks.at(-1);
+    if (starts || !last || last.text.trim() === '') blocks.push({ line: i + 1, text: line });
+    else last.text += `\n${line}`;
+  });
+  return blocks;
+}
+
+/**
+ * The repository paths a Markdown page names that do not exist, so that a reader following
+ * one finds the file. A compiled `.js` name counts for its `.ts` source, a test's name for its
+ * file; a paragraph telling of a file's past (or of an option not taken) and a path in another
+ * project's repository are left alone.
+ */
+export function missingPathMentions(
+  file: string,
+  text: string,
+  exists: (path: string) => boolean,
+): ReferenceProblem[] {
+  const found = (p: string): boolean =>
+    [p.replace(/\/$/, ''), p.replace(/\.js$/, '.ts'), `${p}.ts`].some((candidate) => exists(candidate));
+  return blocksOf(text)
+    .filter((block) => !HISTORY.test(block.text))
+    .flatMap((block) =>
+      [...block.text.matchAll(REPO_PATH)]
+        .filter((m) => !OTHER_REPOSITORY.test(block.text.slice(0, m.index)))
+        .map((m) => ({ path: (m[1] ?? '').replace(/\.+$/, ''), at: m.index }))
+        .filter(({ path }) => !found(path))
+        .map(({ path, at }) => ({
+          file,
+          line: block.line + (block.text.slice(0, at).match(/\n/g)?.length ?? 0),
+          message: `names ${path}, which is not in the repository`,
+        })),
+    );
+}
