@@ -19,6 +19,7 @@ import { parseDuration } from '../../src/common/durations.js';
 import { createLogger } from '../../src/log/logger.js';
 import { redact } from '../../src/log/redact.js';
 import { createTokenUser, tokenKubeconfig } from '../control-plane/access.js';
+import { deferSignalsToOwner } from '../control-plane/processes.js';
 import { startSandbox, type Sandbox } from '../sandbox.js';
 import {
   CommandError,
@@ -110,7 +111,18 @@ async function up(dir: string, opts: { rmRetryDelayMs: number }): Promise<number
       log.info('sandbox: stopped');
       process.exit(0);
     })());
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(signal));
+  // The stop above is ours: the control plane's processes stay up for it. A second signal
+  // (a second Ctrl-C) does not wait: the exit kills everything at once.
+  deferSignalsToOwner();
+  let signals = 0;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(signal, () => {
+      if (++signals > 1) {
+        log.warn(`sandbox: ${signal} again: killing everything now`);
+        process.exit(1);
+      }
+      void stop(signal);
+    });
 
   const t0 = Date.now();
   log.info(

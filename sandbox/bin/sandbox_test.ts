@@ -127,6 +127,10 @@ describe('sandbox command', () => {
       const down = await run([BIN, 'down'], env);
       assert.equal(down.status, 0, down.stderr);
       assert.equal(await exited, 0, stderr);
+      // Its stop talked to live processes: nothing was killed under it (deferSignalsToOwner).
+      const stopping = stderr.slice(stderr.indexOf('SIGTERM: stopping'));
+      assert.match(stopping, /^SIGTERM: stopping[\s\S]*sandbox: stopped/, stderr);
+      assert.doesNotMatch(stopping, /could not|cannot reach/, stopping);
       assert.equal(fs.existsSync(stateDir), false, 'the state directory is gone');
       for (const dir of state.dirs) {
         assert.equal(fs.existsSync(dir), false, `${dir} is gone`);

@@ -20,6 +20,8 @@ const cleanups = new Set<() => void>();
 let handlersInstalled = false;
 /** Set by killAllNow: the process is going away, nothing is started again (supervise). */
 let killedAll = false;
+/** Set by deferSignalsToOwner: the owner stops everything itself at a signal. */
+let ownerHandlesSignals = false;
 
 function installHandlers(): void {
   if (handlersInstalled) return;
@@ -27,11 +29,23 @@ function installHandlers(): void {
   process.once('exit', killAllNow);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
+      if (ownerHandlesSignals) return;
       killAllNow();
       // Re-raise so the exit status still says which signal ended us.
       process.kill(process.pid, signal);
     });
   }
+}
+
+/**
+ * For an owner that stops its processes gracefully at SIGINT, SIGTERM and SIGHUP, then exits
+ * (`sandbox up`): the signal leaves them running for that stop (killed at once, webhooks would be
+ * deregistered and controllers stopped against dead processes). The exit still kills whatever is
+ * left, so an owner's stop that fails or hangs leaves nothing behind once it exits.
+ */
+export function deferSignalsToOwner(): void {
+  installHandlers();
+  ownerHandlesSignals = true;
 }
 
 /** Synchronous last resort: kill everything and run sync cleanups (temp dirs). */
