@@ -107,8 +107,10 @@ export async function waitFor<T extends KubeObject>(
       }
     } catch (err) {
       // A watch cut by an apiserver restart lands here; so can the refusals of a server
-      // still starting (KubeClient.isTransient).
-      if (!client.isTransient(err)) throw err;
+      // still starting (KubeClient.isTransient), and a list that server did not answer within
+      // the request's deadline (its watch cache still filling under load): a read, asked
+      // again while the wait's own deadline lasts.
+      if (!client.isTransient(err) && !isKubeError(err, 'Timeout')) throw err;
       resourceVersion = undefined;
       pauseMs = backoff.failed();
     }

@@ -216,6 +216,18 @@ describe('waitFor', () => {
     assert.equal(lists, 2);
   });
 
+  it('lists again after a list the server did not answer in time (a restarted apiserver filling its cache)', async () => {
+    let lists = 0;
+    script = (req, res) => {
+      if (req.query.get('watch') === '1') return stream()(res);
+      if (++lists === 1) return; // no answer: the client's request deadline ends it
+      answerJson(res, 200, secretList('10', [secret('s', '10', { ready: 'eWVz' })]));
+    };
+    const got = await waitFor(kube.server.client({ requestTimeoutMs: 200 }), spec());
+    assert.equal(got?.metadata.resourceVersion, '10');
+    assert.equal(lists, 2);
+  });
+
   it('fails at once on an error that is not transient', async () => {
     script = (_req, res) => answerJson(res, 403, status(403, 'Forbidden', 'User "u" cannot list secrets'));
     // A client that has seen no outage (after one, a 403 may be a server still starting).
