@@ -125,28 +125,29 @@ describe('referenceProblems', () => {
 
 describe('missingPathMentions', () => {
   const exists = (p: string): boolean => ['src/a.ts', 'test/b_test.ts', 'src/dir'].includes(p);
-  const mentions = (text: string): string[] =>
-    missingPathMentions('docs/x.md', text, exists).map((p) => `${p.line}: ${p.message}`);
+  /** The missing paths of `text`, as "line: path". */
+  const missing = (text: string): string[] =>
+    missingPathMentions('docs/x.md', text, exists).map(
+      (p) => `${p.line}: ${p.message.replace(/^names (\S+), which is not in the repository$/, '$1')}`,
+    );
 
   it('names a path that is not there, with its line, and accepts one that is', () => {
-    assert.deepEqual(mentions('# Title\n\nThe check is in `src/a.ts`;\nthe flags in `src/flags.ts`.\n'), [
-      '4: names src/flags.ts, which is not in the repository',
+    assert.deepEqual(missing('# Title\n\nThe check is in `src/a.ts`;\nthe flags in `src/flags.ts`.\n'), [
+      '4: src/flags.ts',
     ]);
-    assert.deepEqual(mentions('- `src/dir/` and `src/dir`.\n- `src/lost/`\n'), [
-      '2: names src/lost/, which is not in the repository',
-    ]);
+    assert.deepEqual(missing('- `src/dir/` and `src/dir`.\n- `src/lost/`\n'), ['2: src/lost/']);
   });
 
   it("takes a compiled name for its source and a test's name for its file", () => {
-    assert.deepEqual(mentions('Run `src/a.js` and `test/b_test`.'), []);
+    assert.deepEqual(missing('Run `src/a.js` and `test/b_test`.'), []);
   });
 
   it("leaves alone a paragraph telling of a file's past, and another project's path", () => {
-    assert.deepEqual(mentions('- Removed: the stand-ins\n  (`src/old.ts`).\n- Kept: `src/new.ts`.\n'), [
-      '3: names src/new.ts, which is not in the repository',
+    assert.deepEqual(missing('- Removed: the stand-ins\n  (`src/old.ts`).\n- Kept: `src/new.ts`.\n'), [
+      '3: src/new.ts',
     ]);
-    assert.deepEqual(mentions('From harvester/harvester `deploy/charts/x.yaml`; ours `deploy/y`.'), [
-      '1: names deploy/y, which is not in the repository',
+    assert.deepEqual(missing('From harvester/harvester `deploy/charts/x.yaml`; ours `deploy/y`.'), [
+      '1: deploy/y',
     ]);
   });
 });
