@@ -154,7 +154,9 @@ export class ClusterApi {
     );
     this.process = proc;
     try {
-      await waitHealthy(proc, healthPort, this.options.readyTimeoutMs ?? 60_000);
+      // As long as Harvester's own components get: a suite of three sandboxes starting at once on
+      // two cores once took more than 60 s.
+      await waitHealthy(proc, healthPort, this.options.readyTimeoutMs ?? 120_000);
       await installClusterApiWebhooks(cp.admin, this.build.webhookManifest, this.endpoint(cp.pki));
     } catch (err) {
       await this.stop(cp.admin);
@@ -182,20 +184,25 @@ async function waitHealthy(proc: ManagedProcess, port: number, timeoutMs: number
   const deadline = Date.now() + timeoutMs;
   let exited: number | string | undefined;
   void proc.exited.then((e) => (exited = e));
+  // What /readyz said last: which check failed, or why it did not answer.
+  let lastAnswer: string;
   for (;;) {
     if (exited !== undefined)
       throw new ClusterApiError(
         `step 'start the Cluster API manager': it exited (${exited}); log ${proc.logPath}:\n${proc.tail(15)}`,
       );
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2_000) });
+      const res = await fetch(`http://127.0.0.1:${port}/readyz?verbose`, {
+        signal: AbortSignal.timeout(2_000),
+      });
       if (res.ok) return;
-    } catch {
-      // not listening yet
+      lastAnswer = `HTTP ${res.status}: ${(await res.text()).slice(0, 500).trim()}`;
+    } catch (err) {
+      lastAnswer = `no answer (${err instanceof Error ? err.message : String(err)})`; // not listening yet
     }
     if (Date.now() > deadline)
       throw new ClusterApiError(
-        `step 'start the Cluster API manager': not ready within ${timeoutMs} ms; log ${proc.logPath}:\n${proc.tail(15)}`,
+        `step 'start the Cluster API manager': not ready within ${timeoutMs} ms (its /readyz: ${lastAnswer}); log ${proc.logPath}:\n${proc.tail(15)}`,
       );
     await new Promise((r) => setTimeout(r, 200));
   }
