@@ -2,6 +2,7 @@
 // docs/upstream/<page>.md#<anchor> a file cites must exist, so a reader of the repository
 // alone can follow every reference. Pure and fast: reads the files, starts nothing.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -9,6 +10,7 @@ import { repoRoot } from '../sandbox/repo.js';
 import {
   githubSlug,
   headingAnchors,
+  inRepository,
   missingPathMentions,
   referenceProblems,
   unindexedRecords,
@@ -152,6 +154,26 @@ describe('missingPathMentions', () => {
   });
 });
 
+describe('inRepository', () => {
+  const exists = inRepository(
+    ['src/a.ts', 'docs/decisions/0001-x.md'],
+    '# outputs\nnode_modules/\n/release/\nbench/results/\n*.log\n',
+  );
+  it('knows tracked files and the folders holding them, and the output folders .gitignore names', () => {
+    for (const p of [
+      'src/a.ts',
+      'src',
+      'src/',
+      'docs/decisions/',
+      'bench/results/',
+      'bench/results/x.json',
+      'release',
+    ])
+      assert.ok(exists(p), p);
+    for (const p of ['src/b.ts', 'docs/dec', 'bench', 'x.log', 'src/a']) assert.ok(!exists(p), p);
+  });
+});
+
 describe('unindexedRecords', () => {
   it('names the decision records the index does not link', () => {
     const index = '| [0001](0001-a.md) | A |';
@@ -182,7 +204,9 @@ describe('the repository', () => {
   it('names only files that exist in its Markdown pages (docs/upstream names upstream files)', () => {
     const pages = [...files].filter(([file]) => file.endsWith('.md') && !file.startsWith('docs/upstream/'));
     assert.ok(pages.length > 40, `only ${pages.length} pages scanned`);
-    const problems = pages.flatMap(([file, text]) => missingPathMentions(file, text, (p) => repo.exists(p)));
+    const tracked = execFileSync('git', ['ls-files'], { cwd: root, encoding: 'utf8' }).split('\n');
+    const exists = inRepository(tracked, fs.readFileSync(path.join(root, '.gitignore'), 'utf8'));
+    const problems = pages.flatMap(([file, text]) => missingPathMentions(file, text, exists));
     assert.deepEqual(
       problems.map((p) => `${p.file}:${p.line}: ${p.message}`),
       [],

@@ -196,3 +196,24 @@ export function missingPathMentions(
         })),
     );
 }
+
+/**
+ * Whether a repository path is there for every reader: a tracked file or a folder holding one,
+ * or a place the project writes its output to (a folder `.gitignore` names, as `bench/results/`).
+ * Files present in one checkout only do not count, so the answer is the same on every clone.
+ */
+export function inRepository(trackedFiles: readonly string[], gitignore: string): (path: string) => boolean {
+  const known = new Set<string>();
+  for (const file of trackedFiles) {
+    known.add(file);
+    for (let i = file.indexOf('/'); i > 0; i = file.indexOf('/', i + 1)) known.add(file.slice(0, i));
+  }
+  const outputs = gitignore
+    .split('\n')
+    .map((line) => line.trim().replace(/^\//, ''))
+    .filter((line) => line.endsWith('/') && !line.startsWith('#'));
+  return (path) => {
+    const bare = path.replace(/\/$/, '');
+    return known.has(bare) || outputs.some((dir) => `${bare}/`.startsWith(dir));
+  };
+}
