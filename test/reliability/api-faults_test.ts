@@ -40,6 +40,14 @@ function withSteadyMachine(): Promise<void> {
   })());
 }
 
+/** A client's pause before a retry, really waited, its length pushed to `pauses`. */
+const recordingSleep =
+  (pauses: number[]) =>
+  (ms: number): Promise<void> => {
+    pauses.push(ms);
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  };
+
 /**
  * A driver for the steady machine that stamps the time of every GET of its VM and records each
  * pause its client asks for before a retry. The pauses are exact; the gaps between requests
@@ -59,10 +67,7 @@ function timedReader(clientOptions: { retry?: typeof DEFAULT_RETRY } = {}) {
       onRequest: (method, path) => {
         if (method === 'GET' && vmPath(steady).test(path)) stamps.push(performance.now());
       },
-      sleep: (ms) => {
-        pauses.push(ms);
-        return new Promise((resolve) => setTimeout(resolve, ms));
-      },
+      sleep: recordingSleep(pauses),
     },
   });
   const gaps = (): number[] => stamps.slice(1).map((t, i) => t - (stamps[i] ?? t));
@@ -145,7 +150,8 @@ describe('429 and 500 answers', () => {
     proxy.faults.resetCounts();
     proxy.faults.inject({ method: 'POST', pathPattern: create, status: 500, times: 1_000 });
     const started = performance.now();
-    const m = watchedMachine(spec);
+    const pauses: number[] = [];
+    const m = watchedMachine({ ...spec, clientOptions: { sleep: recordingSleep(pauses) } });
     const err = await failureOf(m.driver.create());
     const took = performance.now() - started;
     proxy.faults.clear();
@@ -158,8 +164,14 @@ describe('429 and 500 answers', () => {
       ),
     );
     assert.equal(proxy.faults.count({ method: 'POST', pathPattern: create }), DEFAULT_RETRY.attempts);
-    // Four pauses of 1/2 to 1 times 0.25, 0.5, 1 and 2 s.
-    assert.ok(took >= 1_875 && took < 3_750 + 2_000, `gave up after ${took.toFixed(0)} ms`);
+    // Four pauses of 1/2 to 1 times 0.25, 0.5, 1 and 2 s, really waited.
+    assert.equal(pauses.length, DEFAULT_RETRY.attempts - 1);
+    pauses.forEach((pause, i) => {
+      const full = DEFAULT_RETRY.baseDelayMs * 2 ** i;
+      assert.ok(pause >= full / 2 && pause <= full, `pause ${i + 1}: ${pause.toFixed(0)} ms`);
+    });
+    const paused = pauses.reduce((a, b) => a + b, 0);
+    assert.ok(took >= paused - 5, `gave up after ${took.toFixed(0)} ms, ${paused.toFixed(0)} ms of pauses`);
     assert.deepEqual(await vmsOfMachine(sandbox.harvester.admin, ns, name), [], 'nothing was created');
 
     const again = watchedMachine(spec);
